@@ -1,0 +1,241 @@
+"""The discrete-event engine: clock, event heap, job state, decision checking.
+
+Events live in a heap of ``(time, kind, sequence, job, version)``. ``kind`` orders events at one
+timestamp (finishes, then restores, then arrivals); ``sequence`` is an insertion counter so ties
+are broken by insertion order, never at random or by object identity. Arrivals are not pushed
+into the heap: the workload is already sorted by (submit time, trace order), so the engine
+merges it in with a cursor, as if every arrival had kind ``ARRIVAL``.
+
+Progress is piecewise constant: each running job has a rate, and its finish event is computed
+exactly from its remaining work. When its rate changes the job's progress is brought up to
+date, its ``version`` is bumped (making the pending finish event stale, skipped on pop) and a
+new finish event is pushed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from typing import Sequence
+
+from .errors import PolicyError
+from .jobs import FINISHED, QUEUED, RUNNING, Job
+from .platforms.base import BasePlatform
+from .policies.base import BasePolicy, Start, Suspend
+
+__all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
+
+# Event kinds: their order is the processing order at one timestamp.
+FINISH = 0
+RESTORE = 1
+ARRIVAL = 2
+
+
+class Engine:
+    """Runs one simulation of ``jobs`` on ``platform`` under ``policy``.
+
+    Args:
+        jobs: The workload, sorted by (submit time, trace order), with ``job.index`` equal to
+            the position in this list.
+        platform: The resource model.
+        policy: The scheduler.
+        migration_cost: Seconds a restarted (previously suspended) job holds its resources
+            before it progresses again.
+
+    Attributes:
+        now: The current simulated time.
+        queue: Queued jobs by index, in queue order (index order).
+        running: Running jobs by index.
+        passes: Number of policy passes made.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        platform: BasePlatform,
+        policy: BasePolicy,
+        *,
+        migration_cost: float = 0.0,
+    ) -> None:
+        for position, job in enumerate(jobs):
+            if job.index != position:
+                raise ValueError(f"job {job.job_id} has index {job.index}, expected {position}")
+            if position and (job.submit_time < jobs[position - 1].submit_time):
+                raise ValueError(f"jobs are not sorted by submit time at index {position}")
+        if migration_cost < 0:
+            raise ValueError(f"migration_cost must be non-negative, got {migration_cost}")
+        self.jobs = jobs
+        self.platform = platform
+        self.policy = policy
+        self.migration_cost = float(migration_cost)
+        self.now = -math.inf
+        self.queue: dict[int, Job] = {}
+        self.running: dict[int, Job] = {}
+        self.passes = 0
+        self._heap: list[tuple[float, int, int, Job, int]] = []
+        self._sequence = itertools.count()
+        self._needs_restore: set[int] = set()
+        self._restoring: dict[int, float] = {}  # job index -> rate it gets once restored
+
+    # -- running -------------------------------------------------------------------------
+    def run(self) -> None:
+        """Process every event until all jobs have finished."""
+        jobs = self.jobs
+        n_jobs = len(jobs)
+        heap = self._heap
+        heappop = heapq.heappop
+        queue = self.queue
+        policy = self.policy
+        platform = self.platform
+        apply = self._apply
+        cursor = 0
+        policy.setup(self)
+        while cursor < n_jobs or heap:
+            next_arrival = jobs[cursor].submit_time if cursor < n_jobs else math.inf
+            now = heap[0][0] if heap and heap[0][0] <= next_arrival else next_arrival
+            self.now = now
+            happened = False
+            while heap and heap[0][0] == now:
+                _, kind, _, job, version = heappop(heap)
+                if version != job.version:
+                    continue  # superseded by a rate change or a suspension
+                happened = True
+                if kind == FINISH:
+                    self._finish(job)
+                else:
+                    self._restored(job)
+            while cursor < n_jobs and jobs[cursor].submit_time == now:
+                job = jobs[cursor]
+                cursor += 1
+                job.state = QUEUED
+                queue[job.index] = job
+                policy.on_submit(job)
+                happened = True
+            if not happened:
+                continue
+            if platform.rates_dirty:
+                self._apply_rate_changes()
+            self.passes += 1
+            for decision in policy.decide(self):
+                apply(decision)
+            if platform.rates_dirty:
+                self._apply_rate_changes()
+        if queue or self.running:
+            stuck = ", ".join(str(j.job_id) for j in itertools.islice(queue.values(), 5))
+            raise PolicyError(
+                f"policy {policy.name!r} stopped with {len(queue)} queued and "
+                f"{len(self.running)} running jobs left (queued: {stuck}...) and no event pending"
+            )
+
+    # -- decisions -----------------------------------------------------------------------
+    def _apply(self, decision: Start | Suspend) -> None:
+        job = decision.job
+        if type(decision) is Start:
+            if job.state != QUEUED:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
+                    f"{job.job_id}: it is not queued (state {job.state})"
+                )
+            reason = self.platform.check_start(job, decision.tier, decision.nodes)
+            if reason is not None:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
+                    f"{job.job_id}: {reason}"
+                )
+            self._start(job, decision.tier, decision.nodes)
+        elif type(decision) is Suspend:
+            if job.state != RUNNING:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot suspend job "
+                    f"{job.job_id}: it is not running (state {job.state})"
+                )
+            self._suspend(job)
+        else:
+            raise PolicyError(f"policy {self.policy.name!r} yielded {decision!r}, not a decision")
+
+    def _start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> None:
+        now = self.now
+        held, rate = self.platform.start(job, tier, nodes)
+        del self.queue[job.index]
+        self.running[job.index] = job
+        job.state = RUNNING
+        job.nodes = held
+        job.tier = tier
+        if job.start_time != job.start_time:  # nan: first start
+            job.start_time = now
+        job.last_start_time = now
+        job.updated_time = now
+        if job.index in self._needs_restore and self.migration_cost > 0:
+            self._needs_restore.discard(job.index)
+            job.migrations += 1
+            job.rate = 0.0
+            self._restoring[job.index] = rate
+            heapq.heappush(
+                self._heap, (now + self.migration_cost, RESTORE, next(self._sequence), job, job.version)
+            )
+        else:
+            if job.index in self._needs_restore:
+                self._needs_restore.discard(job.index)
+                job.migrations += 1
+            job.rate = rate
+            self._schedule_finish(job)
+        self.policy.on_start(job)
+
+    def _suspend(self, job: Job) -> None:
+        self._bring_up_to_date(job)
+        self.platform.release(job)
+        del self.running[job.index]
+        self._restoring.pop(job.index, None)
+        job.state = QUEUED
+        job.rate = 0.0
+        job.version += 1
+        job.nodes = []
+        self._needs_restore.add(job.index)
+        queue = self.queue
+        if queue and job.index < next(reversed(queue)):
+            # Back to its place by arrival order; rare, so an O(Q log Q) rebuild is fine.
+            items = sorted([*queue.items(), (job.index, job)])
+            queue.clear()
+            queue.update(items)
+        else:
+            queue[job.index] = job
+        self.policy.on_suspend(job)
+
+    # -- events --------------------------------------------------------------------------
+    def _finish(self, job: Job) -> None:
+        job.progress = job.runtime
+        job.updated_time = self.now
+        job.finish_time = self.now
+        job.state = FINISHED
+        job.rate = 0.0
+        self.platform.release(job)
+        del self.running[job.index]
+        self.policy.on_finish(job)
+
+    def _restored(self, job: Job) -> None:
+        job.rate = self._restoring.pop(job.index)
+        job.updated_time = self.now
+        self._schedule_finish(job)
+
+    # -- progress ------------------------------------------------------------------------
+    def _bring_up_to_date(self, job: Job) -> None:
+        job.progress = min(job.runtime, job.progress + job.rate * (self.now - job.updated_time))
+        job.updated_time = self.now
+
+    def _schedule_finish(self, job: Job) -> None:
+        if job.rate > 0:
+            finish = self.now + (job.runtime - job.progress) / job.rate
+            heapq.heappush(self._heap, (finish, FINISH, next(self._sequence), job, job.version))
+
+    def _apply_rate_changes(self) -> None:
+        for job, rate in self.platform.rate_changes():
+            if job.index in self._restoring:
+                self._restoring[job.index] = rate  # takes effect when the restore completes
+                continue
+            if rate == job.rate:
+                continue
+            self._bring_up_to_date(job)
+            job.rate = rate
+            job.version += 1
+            self._schedule_finish(job)

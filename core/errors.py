@@ -1,0 +1,21 @@
+"""The project's exception hierarchy: one base class, messages that name the bad value."""
+
+from __future__ import annotations
+
+__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError"]
+
+
+class TiersweepError(Exception):
+    """Base class of every error tiersweep raises on purpose."""
+
+
+class SpecError(TiersweepError, ValueError):
+    """A run spec has an unknown key or a bad value; the message names the key path."""
+
+
+class TraceFormatError(TiersweepError, ValueError):
+    """A workload file is malformed; the message names the file, the line and what was expected."""
+
+
+class PolicyError(TiersweepError, RuntimeError):
+    """A policy proposed a decision the engine cannot apply (a bug in the policy)."""

@@ -1,0 +1,113 @@
+"""Jobs: what the workload says about each job, plus the state the engine keeps for it."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Job", "QUEUED", "RUNNING", "FINISHED", "PENDING"]
+
+# Job states (ints, compared in the hot path).
+PENDING = 0  #: not yet submitted
+QUEUED = 1  #: waiting in the queue (never started, or suspended)
+RUNNING = 2  #: holding resources (progressing, or restoring after a migration)
+FINISHED = 3  #: done
+
+
+class Job:
+    """One rigid parallel job.
+
+    The workload fields are set once when the workload is built; the engine owns the state
+    fields and is the only writer. Policies read both and must not assign to either.
+
+    Workload fields:
+        index: Position in the workload, which is ordered by (submit time, trace order); the
+            queue order key.
+        job_id: The job number in the trace (SWF field 1).
+        submit_time: Submission instant, in the trace's own time base (seconds).
+        size: Number of processes (nodes, VMs or slots it needs).
+        runtime: Seconds of work at rate 1 (after the overrun rule). It finishes when its
+            progress reaches this.
+        requested_time: The user's wall-time request, or ``math.nan`` if the trace has none.
+        estimate: The runtime the scheduler believes (per the workload's ``estimate`` rule).
+        cpu_true: True per-process CPU usage in (0, 1] (1 on dedicated nodes).
+        cpu_est: The CPU usage the scheduler believes.
+
+    State fields:
+        state: PENDING, QUEUED, RUNNING or FINISHED.
+        start_time: First start (``nan`` before). ``wait = start_time - submit_time``.
+        last_start_time: Start of the current or latest run segment.
+        finish_time: Completion instant (``nan`` before).
+        progress: Seconds of work done as of ``updated_time``.
+        rate: Current progress rate (work-seconds per second).
+        updated_time: When ``progress`` was last brought up to date.
+        version: Bumped whenever the pending finish event becomes stale.
+        migrations: Number of suspend + restore cycles.
+        tier: The tier it runs in (0 = foreground / dedicated).
+        nodes: The node (or VM, slot) ids it holds while running.
+    """
+
+    __slots__ = (
+        "index",
+        "job_id",
+        "submit_time",
+        "size",
+        "runtime",
+        "requested_time",
+        "estimate",
+        "cpu_true",
+        "cpu_est",
+        "state",
+        "start_time",
+        "last_start_time",
+        "finish_time",
+        "progress",
+        "rate",
+        "updated_time",
+        "version",
+        "migrations",
+        "tier",
+        "nodes",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        job_id: int,
+        submit_time: float,
+        size: int,
+        runtime: float,
+        requested_time: float = math.nan,
+        estimate: float | None = None,
+        cpu_true: float = 1.0,
+        cpu_est: float | None = None,
+    ) -> None:
+        if size <= 0:
+            raise ValueError(f"job {job_id}: size must be positive, got {size}")
+        if runtime < 0:
+            raise ValueError(f"job {job_id}: runtime must be non-negative, got {runtime}")
+        self.index = index
+        self.job_id = job_id
+        self.submit_time = float(submit_time)
+        self.size = int(size)
+        self.runtime = float(runtime)
+        self.requested_time = float(requested_time)
+        self.estimate = float(runtime if estimate is None else estimate)
+        self.cpu_true = cpu_true
+        self.cpu_est = cpu_true if cpu_est is None else cpu_est
+        self.state = PENDING
+        self.start_time = math.nan
+        self.last_start_time = math.nan
+        self.finish_time = math.nan
+        self.progress = 0.0
+        self.rate = 0.0
+        self.updated_time = math.nan
+        self.version = 0
+        self.migrations = 0
+        self.tier = 0
+        self.nodes: list[int] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Job(id={self.job_id}, submit={self.submit_time:g}, size={self.size}, "
+            f"runtime={self.runtime:g}, estimate={self.estimate:g})"
+        )

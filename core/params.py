@@ -1,0 +1,102 @@
+"""Declared parameters: how a spec key is checked, and its default.
+
+Policies and platforms declare their parameters with :class:`Param`, so that the spec
+validator can reject unknown keys and bad values with the key path, and fill in defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import SpecError
+
+__all__ = ["Param", "positive_int", "non_negative_number", "number_or", "one_of", "boolean", "any_string"]
+
+Checker = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One spec key.
+
+    Attributes:
+        check: Returns the normalised value, or raises ValueError with what was expected.
+        default: The value when the key is absent (None: no default; the key may stay None).
+        doc: One line for ``--help`` and error messages.
+    """
+
+    check: Checker
+    default: Any = None
+    doc: str = ""
+
+    def validate(self, path: str, value: Any) -> Any:
+        """Check ``value`` for key ``path``; raise SpecError naming the path."""
+        try:
+            return self.check(value)
+        except (TypeError, ValueError) as error:
+            raise SpecError(f"{path}: {error}") from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def positive_int(value: Any) -> int:
+    """An integer >= 1 (floats with no fractional part are accepted)."""
+    if _is_number(value) and value == int(value) and value >= 1:
+        return int(value)
+    raise ValueError(f"expected a positive integer, got {value!r}")
+
+
+def non_negative_int(value: Any) -> int:
+    """An integer >= 0."""
+    if _is_number(value) and value == int(value) and value >= 0:
+        return int(value)
+    raise ValueError(f"expected a non-negative integer, got {value!r}")
+
+
+def non_negative_number(value: Any) -> float:
+    """A finite number >= 0."""
+    if _is_number(value) and math.isfinite(value) and value >= 0:
+        return float(value)
+    raise ValueError(f"expected a non-negative number, got {value!r}")
+
+
+def boolean(value: Any) -> bool:
+    """true or false."""
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def any_string(value: Any) -> str:
+    """A non-empty string."""
+    if isinstance(value, str) and value:
+        return value
+    raise ValueError(f"expected a non-empty string, got {value!r}")
+
+
+def one_of(*choices: Any) -> Checker:
+    """One of ``choices``."""
+
+    def check(value: Any) -> str:
+        if value in choices:
+            return value
+        raise ValueError(f"unknown value {value!r}; valid choices: {', '.join(map(str, choices))}")
+
+    return check
+
+
+def number_or(word: str, minimum: float = 0.0) -> Checker:
+    """A finite number >= ``minimum``, or the string ``word``."""
+
+    def check(value: Any) -> float | str:
+        if value == word:
+            return word
+        if _is_number(value) and math.isfinite(value) and value >= minimum:
+            return float(value)
+        raise ValueError(f"expected {word!r} or a number >= {minimum:g}, got {value!r}")
+
+    return check

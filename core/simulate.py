@@ -1,0 +1,99 @@
+"""``simulate(spec) -> RunResult``: the unit of work everything else fans out."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from .engine import Engine
+from .errors import SpecError
+from .metrics import job_records, run_metrics
+from .platforms import PLATFORMS
+from .policies import make_policy
+from .spec import validate_spec
+from .version import MODEL_VERSION
+from .workloads.rules import WorkloadReport, jobs_from_records
+from .workloads.swf import header_int, read_swf
+
+__all__ = ["RunResult", "simulate"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything one run produced; it describes itself.
+
+    Attributes:
+        spec: The validated spec, every default filled in (``platform.nodes`` resolved).
+        metrics: Run metrics (see :func:`core.metrics.run_metrics`), plus ``dropped``.
+        report: What the workload rules dropped or changed (see
+            :class:`core.workloads.rules.WorkloadReport`).
+        jobs: Per-job records, one numpy array per column (see :func:`core.metrics.job_records`).
+        end_time: The simulated time of the last event.
+        wall_seconds: Wall-clock seconds the run took, workload loading included.
+        model_version: :data:`core.version.MODEL_VERSION` of the code that ran it.
+    """
+
+    spec: dict[str, Any]
+    metrics: dict[str, float]
+    report: dict[str, int]
+    jobs: dict[str, np.ndarray] = field(repr=False)
+    end_time: float
+    wall_seconds: float
+    model_version: str = MODEL_VERSION
+
+
+def simulate(spec: Mapping[str, Any]) -> RunResult:
+    """Run one simulation.
+
+    Args:
+        spec: A run spec (see :mod:`core.spec`).
+
+    Raises:
+        SpecError: The spec is invalid or names a trace that cannot be used.
+        TraceFormatError: The trace has a malformed line (and ``workload.lenient`` is false).
+    """
+    started = time.perf_counter()
+    spec = validate_spec(spec)
+    workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
+
+    path = workload["trace"]
+    if not os.path.exists(path):
+        raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
+    log = read_swf(path, lenient=workload["lenient"])
+    if platform_spec.get("nodes") is None:
+        size = header_int(log.header, "MaxProcs", "MaxNodes")
+        if size is None:
+            raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
+        platform_spec["nodes"] = size
+    params = {k: v for k, v in platform_spec.items() if k != "kind"}
+    platform = PLATFORMS[platform_spec["kind"]](**params)
+
+    report = WorkloadReport(malformed_skipped=log.malformed_skipped)
+    jobs, report = jobs_from_records(
+        log.records,
+        capacity=platform.capacity,
+        jobs=workload["jobs"],
+        size_field=workload["size_field"],
+        overrun=workload["overrun"],
+        estimate=workload["estimate"],
+        report=report,
+    )
+    policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
+    engine = Engine(jobs, platform, policy)
+    engine.run()
+
+    records = job_records(jobs)
+    metrics = run_metrics(records, platform.capacity)
+    metrics["dropped"] = report.dropped
+    return RunResult(
+        spec=spec,
+        metrics=metrics,
+        report=report.as_dict(),
+        jobs=records,
+        end_time=engine.now if jobs else 0.0,
+        wall_seconds=time.perf_counter() - started,
+    )

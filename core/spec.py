@@ -1,0 +1,118 @@
+"""Run specs: plain mappings (usually loaded from YAML), validated with key paths.
+
+A spec has four parts::
+
+    seed: 1
+    workload: {trace: ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz, jobs: 10000,
+               size_field: requested, overrun: kill, estimate: requested}
+    platform: {kind: nodes, nodes: 100}
+    policy: {name: easy}
+
+:func:`validate_spec` rejects unknown keys and bad values, naming the key path and the valid
+choices, and returns a new spec with every default filled in. Relative trace paths are
+resolved against the current working directory when the run starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from .errors import SpecError
+from .params import Param, any_string, boolean, non_negative_int, one_of, positive_int
+from .platforms import PLATFORM_PARAMS, PLATFORMS
+from .policies import POLICIES, POLICY_PARAMS
+from .workloads.rules import parse_estimate
+
+__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "set_key"]
+
+
+def _estimate(value: Any) -> str:
+    parse_estimate(value)
+    return value
+
+
+#: The keys of ``workload``.
+WORKLOAD_PARAMS: dict[str, Param] = {
+    "trace": Param(any_string, doc="path of an SWF file (plain or gzip)"),
+    "jobs": Param(positive_int, default=None, doc="simulate only the first N valid jobs"),
+    "size_field": Param(one_of("requested", "allocated"), default="requested", doc="SWF processor field giving the job size"),
+    "overrun": Param(one_of("kill", "extend"), default="kill", doc="a job running past its request: kill it there, or let it run"),
+    "estimate": Param(_estimate, default="requested", doc="runtime estimate: requested, exact or factor:<f>"),
+    "lenient": Param(boolean, default=False, doc="skip and count malformed lines instead of failing"),
+}
+
+#: Top-level keys and the sections.
+SPEC_SECTIONS = ("seed", "workload", "platform", "policy")
+
+
+def _section(path: str, given: Any, params: Mapping[str, Param], fixed: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(given, Mapping):
+        raise SpecError(f"{path}: expected a mapping, got {given!r}")
+    out = dict(fixed)
+    for key in given:
+        if key in fixed:
+            continue
+        if key not in params:
+            valid = ", ".join(sorted([*fixed, *params]))
+            raise SpecError(f"{path}.{key}: unknown key; valid keys: {valid}")
+    for key, param in params.items():
+        if key in given and given[key] is not None:
+            out[key] = param.validate(f"{path}.{key}", given[key])
+        else:
+            out[key] = param.default
+    return out
+
+
+def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``spec`` and return a copy with every default filled in.
+
+    Raises:
+        SpecError: An unknown key or a bad value; the message names the key path (such as
+            ``policy.name``) and lists the valid keys or choices.
+    """
+    if not isinstance(spec, Mapping):
+        raise SpecError(f"spec: expected a mapping, got {type(spec).__name__}")
+    for key in spec:
+        if key not in SPEC_SECTIONS:
+            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(SPEC_SECTIONS)}")
+    out: dict[str, Any] = {}
+    out["seed"] = Param(non_negative_int).validate("seed", spec.get("seed", 0))
+
+    workload = spec.get("workload")
+    if workload is None:
+        raise SpecError("workload: missing; give at least workload.trace")
+    out["workload"] = _section("workload", workload, WORKLOAD_PARAMS, {})
+    if out["workload"]["trace"] is None:
+        raise SpecError("workload.trace: missing; expected the path of an SWF file")
+
+    platform = spec.get("platform", {"kind": "nodes"})
+    kind = platform.get("kind", "nodes") if isinstance(platform, Mapping) else None
+    if kind not in PLATFORMS:
+        raise SpecError(f"platform.kind: unknown value {kind!r}; valid choices: {', '.join(PLATFORMS)}")
+    out["platform"] = _section("platform", platform, PLATFORM_PARAMS[kind], {"kind": kind})
+
+    policy = spec.get("policy", {"name": "easy"})
+    name = policy.get("name", "easy") if isinstance(policy, Mapping) else None
+    if name not in POLICIES:
+        raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}")
+    out["policy"] = _section("policy", policy, POLICY_PARAMS[name], {"name": name})
+    return out
+
+
+def set_key(spec: Mapping[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """Return a deep copy of ``spec`` with ``dotted`` (e.g. ``policy.name``) set to ``value``."""
+    out = copy.deepcopy(dict(spec))
+    parts = dotted.split(".")
+    if not all(parts):
+        raise SpecError(f"{dotted}: expected a dotted key such as policy.name")
+    node = out
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise SpecError(f"{'.'.join(parts[: i + 1])}: is a value, not a section; cannot set {dotted}")
+        node = child
+    node[parts[-1]] = value
+    return out

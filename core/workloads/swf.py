@@ -1,0 +1,183 @@
+"""Reading and writing the Standard Workload Format (SWF) of the Parallel Workloads Archive.
+
+An SWF file is a block of ``;``-prefixed header comments (``; MaxProcs: 128``) followed by one
+job per line with 18 whitespace-separated numeric fields, ``-1`` meaning unknown. Files may be
+gzip-compressed; that is detected from the content, not the file name.
+
+This module only parses and writes: it returns the raw 18-column table. Deciding what a job's
+size is, dropping invalid jobs, sorting and so on is the job of :mod:`core.workloads.trace`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ..errors import TraceFormatError
+
+__all__ = ["SWF_FIELDS", "SwfLog", "read_swf", "write_swf", "header_int"]
+
+#: The 18 SWF fields, in file order (column ``i`` of :attr:`SwfLog.records`).
+SWF_FIELDS: tuple[str, ...] = (
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_processors",
+    "average_cpu_time",
+    "used_memory",
+    "requested_processors",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable_number",
+    "queue_number",
+    "partition_number",
+    "preceding_job_number",
+    "think_time",
+)
+N_FIELDS = len(SWF_FIELDS)
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_HEADER_RE = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$", re.M)
+
+
+@dataclass(frozen=True)
+class SwfLog:
+    """The parsed content of one SWF file.
+
+    Attributes:
+        path: The file it was read from.
+        header: Header comments of the form ``; Key: value`` (first occurrence of each key).
+        records: ``float64`` array of shape ``(n, 18)``, one row per job line, in file order.
+        malformed_skipped: Lines skipped as malformed (only ever non-zero when read leniently).
+    """
+
+    path: str
+    header: Mapping[str, str]
+    records: np.ndarray
+    malformed_skipped: int = 0
+    column: Mapping[str, int] = field(default_factory=lambda: {n: i for i, n in enumerate(SWF_FIELDS)})
+
+
+def header_int(header: Mapping[str, str], *keys: str) -> int | None:
+    """Return the leading integer of the first of ``keys`` present in ``header``, else None.
+
+    Header values often carry a remark after the number (``MaxNodes: 338 (batch partition)``),
+    so only the leading integer is read.
+    """
+    for key in keys:
+        value = header.get(key)
+        if value is None:
+            continue
+        match = re.match(r"\s*(\d+)", value)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _read_text(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    if raw[:2] == _GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
+    """Read an SWF file (plain or gzip).
+
+    Args:
+        path: The file.
+        lenient: Skip and count malformed job lines instead of raising.
+
+    Raises:
+        TraceFormatError: A job line does not hold 18 finite numbers (unless ``lenient``); the
+            message names the file, the line number, what was found and what was expected.
+        FileNotFoundError: The file does not exist.
+    """
+    path = os.fspath(path)
+    text = _read_text(path)
+    header: dict[str, str] = {}
+    for key, value in _HEADER_RE.findall(text):
+        header.setdefault(key, value)
+    try:
+        # numpy's C parser handles the well-formed common case in a few tens of milliseconds.
+        records = np.loadtxt(io.StringIO(text), comments=";", ndmin=2, dtype=np.float64)
+        if records.size == 0:
+            records = np.empty((0, N_FIELDS))
+        if records.shape[1] != N_FIELDS or not np.isfinite(records).all():
+            raise ValueError("not plain SWF")
+        return SwfLog(path, header, records)
+    except ValueError:
+        pass
+    # Slow path, only for files with a bad line: find it and say exactly what is wrong.
+    rows: list[list[float]] = []
+    skipped = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        body = line.split(";", 1)[0]
+        fields = body.split()
+        if not fields:
+            continue
+        problem = None
+        if len(fields) != N_FIELDS:
+            problem = f"expected {N_FIELDS} whitespace-separated fields, found {len(fields)}"
+        else:
+            try:
+                values = [float(x) for x in fields]
+            except ValueError:
+                values = []
+            bad = next((x for x, v in zip(fields, values or [math.nan] * N_FIELDS) if not math.isfinite(v)), None)
+            if bad is not None:
+                problem = f"expected {N_FIELDS} numbers, found {bad!r}"
+        if problem is not None:
+            if not lenient:
+                raise TraceFormatError(f"{path}:{number}: malformed job line: {problem}: {line.strip()[:120]!r}")
+            skipped += 1
+            continue
+        rows.append(values)
+    records = np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS)
+    return SwfLog(path, header, records, malformed_skipped=skipped)
+
+
+def _format_value(value: float) -> str:
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.2f}"
+
+
+def write_swf(
+    path: str | os.PathLike[str],
+    records: np.ndarray | Iterable[Iterable[float]],
+    header: Mapping[str, object] | None = None,
+) -> None:
+    """Write jobs as SWF (gzip-compressed when ``path`` ends in ``.gz``).
+
+    The file is written to a temporary name and renamed into place, so a reader never sees a
+    half-written file.
+
+    Args:
+        path: Destination.
+        records: Rows of 18 numbers in :data:`SWF_FIELDS` order (``-1`` for unknown).
+        header: ``Key: value`` pairs written as header comments, in order.
+    """
+    table = np.asarray(records, dtype=np.float64).reshape(-1, N_FIELDS)
+    lines = [f"; {key}: {value}" for key, value in (header or {}).items()]
+    lines.extend(" ".join(_format_value(v) for v in row) for row in table.tolist())
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    path = os.fspath(path)
+    if path.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
