@@ -1,0 +1,77 @@
+"""``tiersweep bench``: how fast the simulator is, on real logs, reproducibly.
+
+For each log and policy it times, best of ``repeat`` runs, the workload load (SWF parse and
+workload rules) and the simulation proper, and prints jobs simulated per second. It then times
+``tiersweep run`` of EASY on the KTH-SP2 log as a whole process, interpreter start included.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.engine import Engine
+from core.errors import TiersweepError
+from core.platforms import Nodes
+from core.policies import make_policy
+from core.workloads.rules import jobs_from_records
+from core.workloads.swf import header_int, read_swf
+
+__all__ = ["BENCH_TRACES", "bench_command"]
+
+#: The logs benchmarked, smallest first.
+BENCH_TRACES = (
+    "KTH-SP2-1996-2.1-cln.swf.gz",
+    "CTC-SP2-1996-3.1-cln.swf.gz",
+    "HPC2N-2002-2.2-cln.swf.gz",
+)
+BENCH_POLICIES = ("fcfs", "easy")
+
+
+def _time_in_process(path: Path, policy: str) -> tuple[int, float, float]:
+    started = time.perf_counter()
+    log = read_swf(path)
+    nodes = header_int(log.header, "MaxProcs", "MaxNodes")
+    jobs, _ = jobs_from_records(log.records, capacity=nodes)
+    loaded = time.perf_counter()
+    Engine(jobs, Nodes(nodes), make_policy(policy)).run()
+    return len(jobs), loaded - started, time.perf_counter() - loaded
+
+
+def _time_whole_process(path: Path) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "bench.yaml"
+        spec.write_text(f"workload: {{trace: '{path}'}}\npolicy: {{name: easy}}\n", encoding="utf-8")
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "sweep.cli", "run", str(spec), "--json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "0"},
+        )
+        return time.perf_counter() - started
+
+
+def bench_command(traces: str, repeat: int, quick: bool) -> int:
+    """Print the benchmark table; return the exit status."""
+    folder = Path(traces)
+    names = BENCH_TRACES[:1] if quick else BENCH_TRACES
+    missing = [n for n in names if not (folder / n).exists()]
+    if missing:
+        raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
+    print(f"best of {repeat} runs; python {sys.version.split()[0]}, {os.cpu_count()} cpus\n")
+    print(f"{'log':<30} {'policy':<7} {'jobs':>8} {'load s':>8} {'simulate s':>11} {'jobs/s':>10}")
+    for name in names:
+        for policy in BENCH_POLICIES:
+            timings = [_time_in_process(folder / name, policy) for _ in range(repeat)]
+            jobs = timings[0][0]
+            load = min(t[1] for t in timings)
+            sim = min(t[2] for t in timings)
+            print(f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}")
+    whole = min(_time_whole_process(folder / BENCH_TRACES[0]) for _ in range(repeat))
+    print(f"\n`tiersweep run` of easy on {BENCH_TRACES[0].removesuffix('.swf.gz')}, whole process: {whole:.3f} s")
+    return 0

@@ -1,0 +1,50 @@
+"""Writing per-job records to CSV or Parquet."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from core.errors import TiersweepError
+
+__all__ = ["write_job_records"]
+
+
+def write_job_records(records: Mapping[str, np.ndarray], path: str | Path) -> None:
+    """Write one row per job to ``path``: ``.csv`` (standard library) or ``.parquet`` (pyarrow).
+
+    Unknown values (nan) are written as empty CSV cells or Parquet nulls. The file is written
+    under a temporary name and renamed into place.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise TiersweepError(f"--jobs-out {path}: expected a .csv or .parquet file name")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table({name: pa.array(values, from_pandas=True) for name, values in records.items()})
+        pq.write_table(table, tmp)
+    else:
+        columns = list(records)
+        rows = zip(*(records[c].tolist() for c in columns))
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(columns)
+            for row in rows:
+                writer.writerow(["" if isinstance(v, float) and math.isnan(v) else _compact(v) for v in row])
+    os.replace(tmp, path)
+
+
+def _compact(value: object) -> object:
+    # 600.0 -> 600, so that times read as the trace's integers where they are integral.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -1,0 +1,96 @@
+"""``tiersweep run``: one simulation from a YAML spec, summarised as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from core import simulate
+from core.simulate import RunResult
+
+from .specfile import apply_overrides, load_spec_file
+
+__all__ = ["run_command", "summary_json", "summary_table"]
+
+# Metrics shown in the table, with their labels and units.
+_TABLE = (
+    ("jobs", "jobs simulated", ""),
+    ("dropped", "jobs dropped", ""),
+    ("mean_wait", "mean wait", "s"),
+    ("median_wait", "median wait", "s"),
+    ("p90_wait", "p90 wait", "s"),
+    ("mean_response", "mean response", "s"),
+    ("mean_bsld", "mean bounded slowdown", ""),
+    ("median_bsld", "median bounded slowdown", ""),
+    ("p90_bsld", "p90 bounded slowdown", ""),
+    ("mean_xf", "mean expansion factor", ""),
+    ("migrations_per_job", "migrations per job", ""),
+    ("utilization", "utilisation", ""),
+    ("makespan", "makespan", "s"),
+)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def summary_json(result: RunResult) -> str:
+    """One JSON object: every run metric at the top level, plus ``report``, ``spec``,
+    ``wall_seconds`` and ``model_version`` (nan becomes null)."""
+    payload = {
+        **result.metrics,
+        "report": result.report,
+        "spec": result.spec,
+        "wall_seconds": result.wall_seconds,
+        "model_version": result.model_version,
+    }
+    return json.dumps(_clean(payload), sort_keys=False)
+
+
+def _fmt(value: float, unit: str) -> str:
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and not unit):
+        return f"{int(value):,}"
+    if not math.isfinite(value):
+        return "n/a"
+    text = f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{text} {unit}".rstrip()
+
+
+def summary_table(result: RunResult) -> str:
+    """A readable summary: what ran, the metrics, and every workload rule that fired."""
+    spec = result.spec
+    workload, platform, policy = spec["workload"], spec["platform"], spec["policy"]
+    params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name")
+    lines = [
+        f"workload  {workload['trace']}",
+        f"platform  {platform['kind']}, {platform['nodes']} nodes",
+        f"policy    {policy['name']}{f' ({params})' if params else ''}, estimate {workload['estimate']}, "
+        f"overrun {workload['overrun']}, seed {spec['seed']}",
+        "",
+    ]
+    width = max(len(label) for _, label, _ in _TABLE)
+    for key, label, unit in _TABLE:
+        lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key], unit):>16}")
+    fired = {k: v for k, v in result.report.items() if v and k not in ("records", "dropped")}
+    if fired:
+        lines.append("")
+        lines.append("workload rules: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in fired.items()))
+    lines.append(f"\nsimulated in {result.wall_seconds:.2f} s")
+    return "\n".join(lines)
+
+
+def run_command(spec_path: str, overrides: list[str], as_json: bool, jobs_out: str | None) -> int:
+    """Run the spec at ``spec_path`` and print its summary; return the exit status."""
+    spec = apply_overrides(load_spec_file(spec_path), overrides)
+    result = simulate(spec)
+    if jobs_out:
+        from .jobs_file import write_job_records
+
+        write_job_records(result.jobs, jobs_out)
+    print(summary_json(result) if as_json else summary_table(result))
+    return 0
