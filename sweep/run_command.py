@@ -53,10 +53,10 @@ def summary_json(result: RunResult) -> str:
 
 
 def _fmt(value: float, unit: str) -> str:
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and not unit):
-        return f"{int(value):,}"
     if not math.isfinite(value):
         return "n/a"
+    if float(value).is_integer():
+        return f"{int(value):,} {unit}".rstrip()
     text = f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
     return f"{text} {unit}".rstrip()
 

@@ -48,7 +48,7 @@ SWF_FIELDS: tuple[str, ...] = (
 N_FIELDS = len(SWF_FIELDS)
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_HEADER_RE = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$", re.M)
+_HEADER_RE = re.compile(r"^[ \t]*;[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(.*?)[ \t\r]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,8 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
         if len(fields) != N_FIELDS:
             problem = f"expected {N_FIELDS} whitespace-separated fields, found {len(fields)}"
         else:
-            try:
-                values = [float(x) for x in fields]
-            except ValueError:
-                values = []
-            bad = next((x for x, v in zip(fields, values or [math.nan] * N_FIELDS) if not math.isfinite(v)), None)
+            values = [_number(x) for x in fields]
+            bad = next((x for x, v in zip(fields, values) if not math.isfinite(v)), None)
             if bad is not None:
                 problem = f"expected {N_FIELDS} numbers, found {bad!r}"
         if problem is not None:
@@ -147,6 +144,14 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
         rows.append(values)
     records = np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS)
     return SwfLog(path, header, records, malformed_skipped=skipped)
+
+
+def _number(token: str) -> float:
+    """The token as a float, or nan when it is not a number (nan and inf count as bad too)."""
+    try:
+        return float(token)
+    except ValueError:
+        return math.nan
 
 
 def _format_value(value: float) -> str:
