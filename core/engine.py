@@ -92,6 +92,10 @@ class Engine:
         cursor = 0
         policy.setup(self)
         while cursor < n_jobs or heap:
+            while heap and heap[0][4] != heap[0][3].version:
+                heappop(heap)  # superseded: never let the clock stop at a cancelled event
+            if not heap and cursor == n_jobs:
+                break
             next_arrival = jobs[cursor].submit_time if cursor < n_jobs else math.inf
             now = heap[0][0] if heap and heap[0][0] <= next_arrival else next_arrival
             self.now = now
@@ -130,8 +134,8 @@ class Engine:
 
     # -- decisions -----------------------------------------------------------------------
     def _apply(self, decision: Start | Suspend) -> None:
-        job = decision.job
         if type(decision) is Start:
+            job = decision.job
             if job.state != QUEUED:
                 raise PolicyError(
                     f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
@@ -145,6 +149,7 @@ class Engine:
                 )
             self._start(job, decision.tier, decision.nodes)
         elif type(decision) is Suspend:
+            job = decision.job
             if job.state != RUNNING:
                 raise PolicyError(
                     f"policy {self.policy.name!r} at t={self.now:g}: cannot suspend job "

@@ -101,6 +101,22 @@ def test_easy_backfills_a_job_that_ends_by_the_shadow(requested, expected_c_star
     assert starts(jobs) == [0, 100, expected_c_start]
 
 
+def test_easy_extra_processors_are_used_up_by_a_backfill():
+    # C (2 procs, estimate 1000) arrives at 2: 2 <= extra 2 -> starts at 2, ends 52.
+    # D (2 procs, estimate 1000) arrives at 3: C still holds the extra -> extra is now 0 and
+    # 3 + 1000 > 100 -> waits. t=52: C ends; shadow 100, extra 2 again -> D starts at 52.
+    # t=100: A ends; C gone, D holds 2 -> 8 free -> B starts on time.
+    jobs = run_jobs(A_THEN_BLOCKED_B + [(2, 50, 2, 1000), (3, 50, 2, 1000)], N, "easy")
+    assert starts(jobs) == [0, 100, 2, 52]
+
+
+def test_easy_extra_processors_are_shared_within_one_pass():
+    # C and D (2 procs each, estimate 1000) both arrive at 2: same pass, extra 2 -> only C
+    # (first in queue order) may use it; D waits for C's end at 52 as above.
+    jobs = run_jobs(A_THEN_BLOCKED_B + [(2, 50, 2, 1000), (2, 50, 2, 1000)], N, "easy")
+    assert starts(jobs) == [0, 100, 2, 52]
+
+
 @pytest.mark.parametrize(("estimate", "expected_c_start"), [("requested", 200), ("exact", 2)])
 def test_easy_decision_depends_on_the_estimate_rule(estimate, expected_c_start):
     # C: 4 procs, runtime 50, request 1000.

@@ -118,9 +118,16 @@ class Profile:
         return i
 
     def reserve(self, start: float, duration: float, size: int) -> None:
-        """Take ``size`` processors from ``start`` for ``duration``."""
+        """Take ``size`` processors from ``start`` for ``duration``.
+
+        A zero-length reservation still holds its processors for an instant, as a running job
+        whose estimated end has come does.
+        """
+        end = start + duration
+        if end <= start:
+            end = math.nextafter(start, math.inf)
         i = self._split(start)
-        j = self._split(start + duration) if duration > 0 else i
+        j = self._split(end)
         for k in range(i, j):
             self.free[k] -= size
 
