@@ -17,12 +17,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .errors import PolicyError
 from .jobs import FINISHED, QUEUED, RUNNING, Job
 from .platforms.base import BasePlatform
-from .policies.base import BasePolicy, Start, Suspend
+from .policies.base import BasePolicy, Move, Start, Suspend
 
 __all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
 
@@ -40,8 +40,10 @@ class Engine:
             the position in this list.
         platform: The resource model.
         policy: The scheduler.
-        migration_cost: Seconds a restarted (previously suspended) job holds its resources
-            before it progresses again.
+        migration_cost: Seconds a restarted (previously suspended) or migrated job holds its
+            resources before it progresses again.
+        observer: Called with the engine after every timestamp's policy pass (for checking
+            invariants or recording state; None costs nothing).
 
     Attributes:
         now: The current simulated time.
@@ -57,6 +59,7 @@ class Engine:
         policy: BasePolicy,
         *,
         migration_cost: float = 0.0,
+        observer: Callable[[Engine], None] | None = None,
     ) -> None:
         for position, job in enumerate(jobs):
             if job.index != position:
@@ -69,6 +72,7 @@ class Engine:
         self.platform = platform
         self.policy = policy
         self.migration_cost = float(migration_cost)
+        self.observer = observer
         self.now = -math.inf
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
@@ -89,7 +93,11 @@ class Engine:
         policy = self.policy
         platform = self.platform
         apply = self._apply
+        observer = self.observer
         cursor = 0
+        tiers = platform.tiers
+        for job in jobs:
+            job.tier_time = [0.0] * tiers
         policy.setup(self)
         while cursor < n_jobs or heap:
             while heap and heap[0][4] != heap[0][3].version:
@@ -125,6 +133,8 @@ class Engine:
                 apply(decision)
             if platform.rates_dirty:
                 self._apply_rate_changes()
+            if observer is not None:
+                observer(self)
         if queue or self.running:
             stuck = ", ".join(str(j.job_id) for j in itertools.islice(queue.values(), 5))
             raise PolicyError(
@@ -156,6 +166,20 @@ class Engine:
                     f"{job.job_id}: it is not running (state {job.state})"
                 )
             self._suspend(job)
+        elif type(decision) is Move:
+            job = decision.job
+            if job.state != RUNNING:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot move job "
+                    f"{job.job_id}: it is not running (state {job.state})"
+                )
+            reason = self.platform.check_move(job, decision.tier, decision.nodes)
+            if reason is not None:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot move job "
+                    f"{job.job_id}: {reason}"
+                )
+            self._move(job, decision.tier, decision.nodes)
         else:
             raise PolicyError(f"policy {self.policy.name!r} yielded {decision!r}, not a decision")
 
@@ -171,6 +195,7 @@ class Engine:
             job.start_time = now
         job.last_start_time = now
         job.updated_time = now
+        job.segment_time = now
         if job.index in self._needs_restore and self.migration_cost > 0:
             self._needs_restore.discard(job.index)
             job.migrations += 1
@@ -189,13 +214,13 @@ class Engine:
 
     def _suspend(self, job: Job) -> None:
         self._bring_up_to_date(job)
+        self._close_segment(job)
         self.platform.release(job)
         del self.running[job.index]
         self._restoring.pop(job.index, None)
         job.state = QUEUED
         job.rate = 0.0
         job.version += 1
-        job.nodes = []
         self._needs_restore.add(job.index)
         queue = self.queue
         if queue and job.index < next(reversed(queue)):
@@ -206,11 +231,40 @@ class Engine:
         else:
             queue[job.index] = job
         self.policy.on_suspend(job)
+        job.nodes = []  # after the hook, which may want to know what was freed
+
+    def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
+        old_tier, old_nodes = job.tier, job.nodes
+        swap = list(nodes) == list(old_nodes)  # same node per process: a priority swap
+        self._bring_up_to_date(job)
+        self._close_segment(job)
+        held, rate = self.platform.move(job, tier, nodes)
+        job.nodes = held
+        job.tier = tier
+        job.segment_time = self.now
+        job.version += 1  # cancels the pending finish or restore event
+        restoring = job.index in self._restoring
+        if not swap:
+            job.migrations += 1
+        if (not swap and self.migration_cost > 0) or (swap and restoring):
+            # A migration restores the job's state on its new VMs; a swap during a restore
+            # leaves the restore running, restarted here for its full length (rare).
+            job.rate = 0.0
+            self._restoring[job.index] = rate
+            heapq.heappush(
+                self._heap, (self.now + self.migration_cost, RESTORE, next(self._sequence), job, job.version)
+            )
+        else:
+            self._restoring.pop(job.index, None)
+            job.rate = rate
+            self._schedule_finish(job)
+        self.policy.on_move(job, old_tier, old_nodes)
 
     # -- events --------------------------------------------------------------------------
     def _finish(self, job: Job) -> None:
         job.progress = job.runtime
         job.updated_time = self.now
+        self._close_segment(job)
         job.finish_time = self.now
         job.state = FINISHED
         job.rate = 0.0
@@ -224,6 +278,10 @@ class Engine:
         self._schedule_finish(job)
 
     # -- progress ------------------------------------------------------------------------
+    def _close_segment(self, job: Job) -> None:
+        job.tier_time[job.tier] += self.now - job.segment_time
+        job.segment_time = math.nan
+
     def _bring_up_to_date(self, job: Job) -> None:
         job.progress = min(job.runtime, job.progress + job.rate * (self.now - job.updated_time))
         job.updated_time = self.now

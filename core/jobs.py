@@ -29,8 +29,10 @@ class Job:
             progress reaches this.
         requested_time: The user's wall-time request, or ``math.nan`` if the trace has none.
         estimate: The runtime the scheduler believes (per the workload's ``estimate`` rule).
-        cpu_true: True per-process CPU usage in (0, 1] (1 on dedicated nodes).
-        cpu_est: The CPU usage the scheduler believes.
+        cpu_true: True CPU usage of each process on a dedicated node, in (0, 1] (a list of
+            ``size`` values; all 1.0 unless the workload's CPU annotation says otherwise).
+        cpu_est: The per-process CPU usage the scheduler believes (list of ``size`` values).
+        cpu_sum: ``sum(cpu_true)``: the CPU-seconds the job consumes per second of progress.
 
     State fields:
         state: PENDING, QUEUED, RUNNING or FINISHED.
@@ -43,7 +45,9 @@ class Job:
         version: Bumped whenever the pending finish event becomes stale.
         migrations: Number of suspend + restore cycles.
         tier: The tier it runs in (0 = foreground / dedicated).
-        nodes: The node (or VM, slot) ids it holds while running.
+        nodes: While running, ``nodes[p]`` is the node (or VM, slot) of process ``p``.
+        tier_time: Seconds spent holding resources in each tier (a list indexed by tier).
+        segment_time: When the current stay in ``tier`` began (nan when not running).
     """
 
     __slots__ = (
@@ -56,6 +60,7 @@ class Job:
         "estimate",
         "cpu_true",
         "cpu_est",
+        "cpu_sum",
         "state",
         "start_time",
         "last_start_time",
@@ -67,6 +72,8 @@ class Job:
         "migrations",
         "tier",
         "nodes",
+        "tier_time",
+        "segment_time",
     )
 
     def __init__(
@@ -78,8 +85,8 @@ class Job:
         runtime: float,
         requested_time: float = math.nan,
         estimate: float | None = None,
-        cpu_true: float = 1.0,
-        cpu_est: float | None = None,
+        cpu_true: list[float] | None = None,
+        cpu_est: list[float] | None = None,
     ) -> None:
         if size <= 0:
             raise ValueError(f"job {job_id}: size must be positive, got {size}")
@@ -92,8 +99,9 @@ class Job:
         self.runtime = float(runtime)
         self.requested_time = float(requested_time)
         self.estimate = float(runtime if estimate is None else estimate)
-        self.cpu_true = cpu_true
-        self.cpu_est = cpu_true if cpu_est is None else cpu_est
+        self.cpu_true = [1.0] * self.size if cpu_true is None else cpu_true
+        self.cpu_est = self.cpu_true if cpu_est is None else cpu_est
+        self.cpu_sum = float(sum(self.cpu_true))
         self.state = PENDING
         self.start_time = math.nan
         self.last_start_time = math.nan
@@ -105,6 +113,8 @@ class Job:
         self.migrations = 0
         self.tier = 0
         self.nodes: list[int] = []
+        self.tier_time: list[float] = [0.0]
+        self.segment_time = math.nan
 
     def __repr__(self) -> str:
         return (

@@ -27,8 +27,10 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
 
     Columns: ``job_id``, ``submit_time``, ``start_time`` (first start), ``finish_time``,
     ``size``, ``runtime`` (work at rate 1, after the overrun rule), ``requested_time`` (nan when
-    the trace has none), ``estimate``, ``wait``, ``response``, ``bsld``, ``xf`` and
-    ``migrations``. Times are in the trace's own time base.
+    the trace has none), ``estimate``, ``wait``, ``response``, ``bsld``, ``xf``,
+    ``migrations``, ``cpu_mean`` (mean true CPU usage of its processes) and
+    ``tier<t>_duration`` for each tier t (seconds it held VMs there). Times are in the trace's
+    own time base.
     """
     submit = np.fromiter((j.submit_time for j in jobs), np.float64, len(jobs))
     start = np.fromiter((j.start_time for j in jobs), np.float64, len(jobs))
@@ -36,12 +38,15 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
     runtime = np.fromiter((j.runtime for j in jobs), np.float64, len(jobs))
     response = finish - submit
     xf = response / np.maximum(BSLD_BOUND, runtime)
-    return {
+    tiers = len(jobs[0].tier_time) if jobs else 1
+    tier_time = np.array([j.tier_time for j in jobs], dtype=np.float64).reshape(len(jobs), tiers)
+    size = np.fromiter((j.size for j in jobs), np.int64, len(jobs))
+    records = {
         "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),
         "submit_time": submit,
         "start_time": start,
         "finish_time": finish,
-        "size": np.fromiter((j.size for j in jobs), np.int64, len(jobs)),
+        "size": size,
         "runtime": runtime,
         "requested_time": np.fromiter((j.requested_time for j in jobs), np.float64, len(jobs)),
         "estimate": np.fromiter((j.estimate for j in jobs), np.float64, len(jobs)),
@@ -50,7 +55,11 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
         "bsld": np.maximum(1.0, xf),
         "xf": xf,
         "migrations": np.fromiter((j.migrations for j in jobs), np.int64, len(jobs)),
+        "cpu_mean": np.fromiter((j.cpu_sum for j in jobs), np.float64, len(jobs)) / np.maximum(size, 1),
     }
+    for tier in range(tiers):
+        records[f"tier{tier}_duration"] = tier_time[:, tier]
+    return records
 
 
 def _stats(prefix: str, values: np.ndarray) -> dict[str, float]:
@@ -66,14 +75,16 @@ def _stats(prefix: str, values: np.ndarray) -> dict[str, float]:
 def run_metrics(records: dict[str, np.ndarray], capacity: int) -> dict[str, float]:
     """Aggregate per-job records into run metrics.
 
-    Utilisation is busy processor-seconds over ``capacity x span``, where the span runs from
-    the first submission to the last completion; since a process consumes its CPU share times
-    its job's rate, the busy processor-seconds of a job are ``size x runtime`` (x its CPU usage
-    on platforms that model it), whatever rates it ran at.
+    Utilisation is busy CPU-seconds over ``capacity x span`` (capacity in nodes; the span
+    runs from the first submission to the last completion). A process consumes its true CPU
+    usage times its job's rate, so whatever rates a job ran at, its busy CPU-seconds are
+    ``runtime x sum of its processes' CPU usage``: the work it carried, however it was
+    spread over tiers.
 
     Returns:
         ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
-        ``migrations_per_job``, ``utilization``, ``makespan`` and ``span_start_time``.
+        ``migrations_per_job``, ``utilization``, ``makespan``, ``span_start_time`` and
+        ``tier<t>_share``: the share of VM-seconds held that was held in tier t.
     """
     n = len(records["job_id"])
     metrics: dict[str, float] = {"jobs": n}
@@ -84,10 +95,14 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int) -> dict[str, floa
         return metrics
     first = float(records["submit_time"].min())
     last = float(records["finish_time"].max())
-    busy = float(np.dot(records["size"].astype(np.float64), records["runtime"]))
+    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"]))
     span = last - first
     metrics["migrations_per_job"] = float(records["migrations"].mean())
     metrics["utilization"] = busy / (capacity * span) if span > 0 else float("nan")
     metrics["makespan"] = span
     metrics["span_start_time"] = first
+    held = {k: float(np.dot(records["size"], v)) for k, v in records.items() if k.endswith("_duration")}
+    total = sum(held.values())
+    for key, seconds in held.items():
+        metrics[f"{key.removesuffix('_duration')}_share"] = seconds / total if total > 0 else float("nan")
     return metrics

@@ -12,7 +12,19 @@ from typing import Any, Callable
 
 from .errors import SpecError
 
-__all__ = ["Param", "positive_int", "non_negative_number", "number_or", "one_of", "boolean", "any_string"]
+__all__ = [
+    "Param",
+    "positive_int",
+    "non_negative_int",
+    "non_negative_number",
+    "unit_interval",
+    "positive_fraction",
+    "cpu_range",
+    "number_or",
+    "one_of",
+    "boolean",
+    "any_string",
+]
 
 Checker = Callable[[Any], Any]
 
@@ -62,6 +74,34 @@ def non_negative_number(value: Any) -> float:
     if _is_number(value) and math.isfinite(value) and value >= 0:
         return float(value)
     raise ValueError(f"expected a non-negative number, got {value!r}")
+
+
+def unit_interval(value: Any) -> float:
+    """A number in [0, 1]."""
+    if _is_number(value) and 0 <= value <= 1:
+        return float(value)
+    raise ValueError(f"expected a number in [0, 1], got {value!r}")
+
+
+def positive_fraction(value: Any) -> float:
+    """A number in (0, 1]."""
+    if _is_number(value) and 0 < value <= 1:
+        return float(value)
+    raise ValueError(f"expected a number in (0, 1], got {value!r}")
+
+
+def cpu_range(value: Any) -> list[float]:
+    """``[low, high]`` with ``0 < low <= high <= 1``, or one number c for ``[c, c]``."""
+    if _is_number(value):
+        value = [value, value]
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(_is_number(v) for v in value)
+        and 0 < value[0] <= value[1] <= 1
+    ):
+        return [float(value[0]), float(value[1])]
+    raise ValueError(f"expected [low, high] with 0 < low <= high <= 1 (or one such number), got {value!r}")
 
 
 def boolean(value: Any) -> bool:

@@ -16,6 +16,7 @@ from .platforms import PLATFORMS
 from .policies import make_policy
 from .spec import validate_spec
 from .version import MODEL_VERSION
+from .workloads.cpu import annotate_cpu
 from .workloads.rules import WorkloadReport, jobs_from_records
 from .workloads.swf import header_int, read_swf
 
@@ -70,7 +71,7 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
             raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
         platform_spec["nodes"] = size
     params = {k: v for k, v in platform_spec.items() if k != "kind"}
-    platform = PLATFORMS[platform_spec["kind"]](**params)
+    platform = PLATFORMS[platform_spec["kind"]](**params, seed=spec["seed"])
 
     report = WorkloadReport(malformed_skipped=log.malformed_skipped)
     jobs, report = jobs_from_records(
@@ -82,8 +83,15 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
         estimate=workload["estimate"],
         report=report,
     )
+    annotate_cpu(
+        jobs,
+        seed=spec["seed"],
+        usage=tuple(workload["cpu_usage"]),
+        accuracy=workload["cpu_accuracy"],
+        prior=workload["cpu_prior"],
+    )
     policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
-    engine = Engine(jobs, platform, policy)
+    engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"])
     engine.run()
 
     records = job_records(jobs)

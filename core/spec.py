@@ -19,9 +19,10 @@ import copy
 from typing import Any, Mapping
 
 from .errors import SpecError
-from .params import Param, any_string, boolean, non_negative_int, one_of, positive_int
+from .params import Param, any_string, boolean, cpu_range, non_negative_int, one_of, positive_fraction, positive_int, unit_interval
 from .platforms import PLATFORM_PARAMS, PLATFORMS
-from .policies import POLICIES, POLICY_PARAMS
+from .policies import COMMON_POLICY_PARAMS, POLICIES, POLICY_PARAMS
+from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
 from .workloads.rules import parse_estimate
 
 __all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "set_key"]
@@ -40,6 +41,17 @@ WORKLOAD_PARAMS: dict[str, Param] = {
     "overrun": Param(one_of("kill", "extend"), default="kill", doc="a job running past its request: kill it there, or let it run"),
     "estimate": Param(_estimate, default="requested", doc="runtime estimate: requested, exact or factor:<f>"),
     "lenient": Param(boolean, default=False, doc="skip and count malformed lines instead of failing"),
+    "cpu_usage": Param(
+        cpu_range,
+        default=list(DEFAULT_CPU_USAGE),
+        doc="per-process CPU usage of multi-process jobs, U(low, high); single-process jobs use 1.0",
+    ),
+    "cpu_accuracy": Param(unit_interval, default=1.0, doc="a in [0, 1]: the scheduler sees a*true + (1-a)*prior"),
+    "cpu_prior": Param(
+        positive_fraction,
+        default=DEFAULT_CPU_PRIOR,
+        doc="the uninformed CPU-usage guess, in (0, 1]",
+    ),
 }
 
 #: Top-level keys and the sections.
@@ -96,7 +108,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     name = policy.get("name", "easy") if isinstance(policy, Mapping) else None
     if name not in POLICIES:
         raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}")
-    out["policy"] = _section("policy", policy, POLICY_PARAMS[name], {"name": name})
+    out["policy"] = _section("policy", policy, {**COMMON_POLICY_PARAMS, **POLICY_PARAMS[name]}, {"name": name})
     return out
 
 

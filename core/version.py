@@ -2,4 +2,4 @@
 
 #: Changes whenever simulation semantics change, so that stored results computed under other
 #: semantics are never mistaken for current ones.
-MODEL_VERSION = "1"
+MODEL_VERSION = "2"

@@ -1,12 +1,13 @@
 """Platforms, registered by ``platform.kind``.
 
 Add a platform by writing its module, importing it here and adding it to :data:`PLATFORMS`
-with the parameters it accepts.
+with the parameters it accepts. Every platform class takes its parameters as keywords plus
+``seed`` (the run's seed, for its own random streams).
 """
 
 from __future__ import annotations
 
-from ..params import Param, one_of, positive_int
+from ..params import Param, positive_int
 from .base import BasePlatform
 from .nodes import Nodes
 
@@ -19,7 +20,10 @@ PLATFORMS: dict[str, type[BasePlatform]] = {"nodes": Nodes}
 PLATFORM_PARAMS: dict[str, dict[str, Param]] = {
     "nodes": {
         "nodes": Param(positive_int, default=None, doc="number of nodes (default: the trace's MaxProcs)"),
-        # Two and more tiers (consolidation) come with the consolidation policies.
-        "tiers": Param(one_of(1), default=1, doc="VMs per node: 1 = dedicated nodes"),
+        "tiers": Param(
+            positive_int,
+            default=1,
+            doc="VMs per node: 1 = dedicated, 2 = foreground/background, k = one foreground and k-1 background",
+        ),
     },
 }

@@ -29,23 +29,14 @@ import bisect
 import math
 from typing import TYPE_CHECKING, Iterator
 
-from ..metrics import bounded_slowdown
 from .base import BasePolicy, Decision, Start
+from .starvation import StarvationThreshold, xfactor
 
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
 
 __all__ = ["Backfill", "Fcfs", "Easy", "Conservative", "Selective", "Profile", "xfactor"]
-
-
-def xfactor(job: Job, now: float) -> float:
-    """Selective backfilling's expansion factor ``(wait + estimate) / estimate``.
-
-    The estimate is floored at 1 s so that zero-length estimates give a finite value.
-    """
-    estimate = max(job.estimate, 1.0)
-    return (now - job.submit_time + estimate) / estimate
 
 
 class Profile:
@@ -267,23 +258,16 @@ class Selective(Backfill):
 
     def __init__(self, xfactor_threshold: float | str = "adaptive") -> None:
         super().__init__()
-        self.adaptive = xfactor_threshold == "adaptive"
-        self.fixed_threshold = None if self.adaptive else float(xfactor_threshold)
-        self._bsld_sum = 0.0
-        self._completed = 0
+        self.starvation = StarvationThreshold(xfactor_threshold)
 
     @property
     def threshold(self) -> float:
         """The starvation threshold in force now."""
-        if not self.adaptive:
-            return self.fixed_threshold
-        mean = self._bsld_sum / self._completed if self._completed else 0.0
-        return max(10.0, mean)
+        return self.starvation.value
 
     def on_finish(self, job: Job) -> None:
         super().on_finish(job)
-        self._bsld_sum += bounded_slowdown(job.finish_time - job.submit_time, job.runtime)
-        self._completed += 1
+        self.starvation.completed(job)
 
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
-        return xfactor(job, now) >= self.threshold
+        return self.starvation.starved(job, now)

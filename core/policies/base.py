@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
 
-__all__ = ["BasePolicy", "Start", "Suspend", "Decision"]
+__all__ = ["BasePolicy", "Start", "Suspend", "Move", "Decision"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,27 @@ class Suspend:
     job: Job
 
 
-Decision = Start | Suspend
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Move a running job to other VMs, keeping its progress.
+
+    Keeping every process on its node and changing only the tier is a swap of VM priorities:
+    free, and not a migration. Any other move saves the job's state and restores it on the
+    new VMs: one migration, and the job holds its new VMs for the migration cost before it
+    progresses again.
+
+    Attributes:
+        job: The job.
+        tier: The tier it moves to.
+        nodes: ``nodes[p]`` is the new node of process ``p``.
+    """
+
+    job: Job
+    tier: int
+    nodes: Sequence[int]
+
+
+Decision = Start | Suspend | Move
 
 
 class BasePolicy(ABC):
@@ -44,8 +64,8 @@ class BasePolicy(ABC):
     Lifecycle, all at the engine's current time ``sim.now``:
 
     * :meth:`setup` once, before the first event.
-    * :meth:`on_submit`, :meth:`on_start`, :meth:`on_finish`, :meth:`on_suspend` as those
-      things happen (hooks for the policy's own indexes; they do nothing by default).
+    * :meth:`on_submit`, :meth:`on_start`, :meth:`on_finish`, :meth:`on_suspend`,
+      :meth:`on_move` as those things happen (hooks for the policy's own indexes; they do nothing by default).
     * :meth:`decide` once per timestamp at which something happened, after every finish,
       restore and arrival at that timestamp. It is a generator: each decision it yields is
       validated and applied before the generator resumes, so the policy always reads the
@@ -72,6 +92,9 @@ class BasePolicy(ABC):
 
     def on_suspend(self, job: Job) -> None:
         """``job`` has just been suspended and put back in the queue."""
+
+    def on_move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
+        """``job`` has just moved; ``tier`` and ``nodes`` are where it was before."""
 
     @abstractmethod
     def decide(self, sim: Engine) -> Iterator[Decision]:

@@ -1,0 +1,345 @@
+"""Migration- and consolidation-supported backfilling (paper 000; papers 002 and 003).
+
+One family, five members, differing in who may preempt and whether background tiers are used:
+
+=========  ==============  =====================================================================
+name       background      who may preempt later-arrived foreground jobs
+=========  ==============  =====================================================================
+``cmbf``   no              every queued job (Algorithm 1)
+``ambf``   no              only the head of the queue (section 4.1.2)
+``cmcbf``  yes             every queued or background job (Algorithms 2-4)
+``amcbf``  yes             only the head of the queue
+``smcbf``  yes             a job whose XFactor has reached the starvation threshold (paper 002)
+=========  ==============  =====================================================================
+
+Runtimes are never used (the paper's jobs have unknown execution times); SMCBF's XFactor uses
+the requested time. Each pass, at one timestamp:
+
+1. **Foreground phase** (Algorithms 1 and 2). Queued and background jobs are taken in arrival
+   order. A job starts in (or, from the background, moves up to) the foreground when enough
+   foreground VMs are idle. Otherwise, if it may preempt and idle foreground VMs plus those
+   held by later-arrived jobs suffice, those later jobs are displaced, latest arrival first,
+   until it fits: each is switched down to a background tier of its own nodes when those VMs
+   are all idle (a free priority swap), else suspended back to the queue. This is the CMBF
+   property: a job is dispatched as soon as idle nodes plus nodes of later arrivals suffice.
+2. **Background phase** (Algorithms 3 and 4; consolidating members only). Queued jobs, in
+   arrival order, start in tier 1 (then 2, ...) when enough nodes have that VM idle and an
+   estimated load of the tiers above below ``bg_threshold``.
+
+``dispatch`` matchmaking (Algorithm 2, lines 18-30): processes sorted by estimated CPU usage,
+descending, onto nodes sorted by the estimated load of the other tiers, ascending. Placing a
+foreground process whose node then reaches the threshold evicts (suspends) the background
+jobs there (line 25). A background job moving up keeps its own nodes where their foreground VM
+is idle (a priority swap); if any process must change node the move is a migration.
+
+Choices where the paper is silent are documented on the methods below.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+from ..fenwick import Fenwick
+from ..jobs import QUEUED, RUNNING
+from ..platforms.nodes import IdleSet
+from .base import BasePolicy, Decision, Move, Start, Suspend
+from .starvation import StarvationThreshold
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..jobs import Job
+    from ..platforms.nodes import Nodes
+
+__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD"]
+
+#: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
+DEFAULT_BG_THRESHOLD = 0.96
+
+_ALL, _HEAD, _STARVED = "all", "head", "starved"
+
+
+class Consolidation(BasePolicy):
+    """The shared skeleton. Subclasses set :attr:`consolidates` and :attr:`preemption`.
+
+    Args:
+        bg_threshold: A node takes a background process only while the estimated CPU usage of
+            its higher tiers is below this.
+        xfactor_threshold: SMCBF's starvation threshold: a number, or ``"adaptive"``.
+    """
+
+    #: Whether background tiers are used.
+    consolidates: bool = False
+    #: Who may preempt: ``"all"``, ``"head"`` or ``"starved"``.
+    preemption: str = _ALL
+
+    def __init__(self, bg_threshold: float = DEFAULT_BG_THRESHOLD, xfactor_threshold: float | str = "adaptive") -> None:
+        self.bg_threshold = float(bg_threshold)
+        self.starvation = StarvationThreshold(xfactor_threshold)
+
+    # -- indexes, kept up to date by the engine's hooks -----------------------------------------
+    def setup(self, sim: Engine) -> None:
+        self.sim = sim
+        self.platform: Nodes = sim.platform
+        self.tiers = self.platform.tiers if self.consolidates else 1
+        nodes = self.platform.capacity
+        self._fg_later = Fenwick(len(sim.jobs))  # foreground VMs held, by arrival rank
+        self._fg: list[int] = []  # indices of foreground jobs, sorted
+        self._bg: list[int] = []  # indices of background jobs, sorted
+        # Per background tier: nodes whose VM there is idle and whose higher tiers are
+        # estimated below the threshold.
+        self._eligible = [IdleSet(nodes, full=t > 0) for t in range(self.platform.tiers)]
+        #: Jobs evicted from a background tier in the latest pass (for auditing).
+        self.evicted: list[int] = []
+
+    def _refresh(self, nodes: Sequence[int]) -> None:
+        """Re-judge the background eligibility of ``nodes`` (their occupancy just changed)."""
+        platform, threshold = self.platform, self.bg_threshold
+        vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
+        for tier in range(1, self.tiers):
+            eligible = self._eligible[tier]
+            for node in nodes:
+                base = node * k
+                ok = vm_job[base + tier] < 0 and sum(vm_est[base : base + tier]) < threshold
+                if ok != (node in eligible):
+                    (eligible.add if ok else eligible.remove)(node)
+
+    def _enter(self, job: Job) -> None:
+        if job.tier == 0:
+            self._fg_later.add(job.index, job.size)
+            bisect.insort(self._fg, job.index)
+        else:
+            bisect.insort(self._bg, job.index)
+
+    def _leave(self, job: Job, tier: int) -> None:
+        if tier == 0:
+            self._fg_later.add(job.index, -job.size)
+            del self._fg[bisect.bisect_left(self._fg, job.index)]
+        else:
+            del self._bg[bisect.bisect_left(self._bg, job.index)]
+
+    def on_start(self, job: Job) -> None:
+        self._enter(job)
+        self._refresh(job.nodes)
+
+    def on_finish(self, job: Job) -> None:
+        self._leave(job, job.tier)
+        self._refresh(job.nodes)
+        self.starvation.completed(job)
+
+    def on_suspend(self, job: Job) -> None:
+        self._leave(job, job.tier)
+        self._refresh(job.nodes)
+
+    def on_move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
+        self._leave(job, tier)
+        self._enter(job)
+        self._refresh(nodes)
+        self._refresh(job.nodes)
+
+    # -- who may preempt ------------------------------------------------------------------------
+    def may_preempt(self, job: Job, now: float) -> bool:
+        """Whether ``job`` may displace later-arrived foreground jobs now."""
+        if self.preemption == _ALL:
+            return True
+        if self.preemption == _HEAD:
+            queue = self.sim.queue
+            return job.state == QUEUED and next(iter(queue)) == job.index
+        return self.starvation.starved(job, now)
+
+    # -- the pass ---------------------------------------------------------------------------------
+    def decide(self, sim: Engine) -> Iterator[Decision]:
+        queue = sim.queue
+        if not queue and not self._bg:
+            return
+        yield from self._foreground_phase(sim)
+        if self.tiers > 1 and queue:
+            yield from self._background_phase(sim)
+
+    def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
+        """Queued and background jobs in arrival order; displaced jobs rejoin the scan, since
+        they arrived after the job that displaced them (paper 000, Algorithm 1, line 14)."""
+        jobs, platform, now, queue = sim.jobs, self.platform, sim.now, sim.queue
+        head_only = self.preemption == _HEAD
+        pending = [*queue, *self._bg]
+        heapq.heapify(pending)
+        self.evicted = []
+        previous = -1
+        while pending:
+            index = heapq.heappop(pending)
+            if index == previous:
+                continue
+            previous = index
+            job = jobs[index]
+            if not (job.state == QUEUED or (job.state == RUNNING and job.tier > 0)):
+                continue  # moved up or displaced earlier in this pass
+            idle = platform.free_count(0)
+            if job.size <= idle:
+                yield from self._dispatch_foreground(job)
+                continue
+            if head_only:
+                if job.state != QUEUED:
+                    continue
+                if next(iter(queue)) != index:
+                    if idle == 0:
+                        return  # past the head nobody may preempt, and no VM is idle
+                    continue
+            later = self._fg_later.after(index)
+            if idle + later == 0:
+                return  # nothing later in arrival order can reach the foreground either
+            if job.size <= idle + later and self.may_preempt(job, now):
+                displaced: list[int] = []
+                yield from self._displace_later_jobs(job, job.size - idle, displaced)
+                yield from self._dispatch_foreground(job)
+                for victim in displaced:
+                    heapq.heappush(pending, victim)
+
+    def _displace_later_jobs(self, job: Job, needed: int, displaced: list[int]) -> Iterator[Decision]:
+        """Free ``needed`` foreground VMs held by jobs that arrived after ``job``, latest first.
+
+        A displaced job is switched down to the highest background tier whose VMs on all of
+        its nodes are idle (a priority swap, paper 000 Algorithm 2 line 9), else suspended.
+        The paper speaks of "backfilled" jobs; every later-arrived foreground job counts here,
+        as its stated policy does ("nodes ... occupied by jobs with a later arrival time").
+        Displaced jobs' indices are appended to ``displaced``.
+        """
+        jobs = self.sim.jobs
+        while needed > 0:
+            victim = jobs[self._fg[-1]]
+            assert victim.index > job.index, "the Fenwick count promised enough later jobs"
+            tier = self._free_lower_tier(victim.nodes)
+            needed -= victim.size
+            displaced.append(victim.index)
+            if tier is None:
+                yield Suspend(victim)
+            else:
+                yield Move(victim, tier, victim.nodes)
+
+    def _free_lower_tier(self, nodes: Sequence[int]) -> int | None:
+        """The highest background tier idle on all ``nodes`` once their foreground leaves it."""
+        platform, threshold = self.platform, self.bg_threshold
+        for tier in range(1, self.tiers):
+            if all(
+                platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes
+            ):
+                return tier
+        return None
+
+    def _dispatch_foreground(self, job: Job) -> Iterator[Decision]:
+        platform = self.platform
+        moving = job.state == RUNNING
+        order = sorted(range(job.size), key=lambda p: -job.cpu_est[p])
+        placement: list[int] = [-1] * job.size
+        idle = platform.idle_nodes(0)
+        if moving:
+            # Keep the processes whose own node has an idle foreground VM (priority swap).
+            for p, node in enumerate(job.nodes):
+                if node in idle:
+                    placement[p] = node
+            order = [p for p in order if placement[p] < 0]
+        if order:
+            taken = set(placement)
+            vm_est, k = platform.vm_est, platform.tiers
+            # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties
+            # by node id.
+            if k == 2:
+                load = lambda n: vm_est[n * 2 + 1]  # noqa: E731 (the common two-tier case)
+            else:
+                load = lambda n: sum(vm_est[n * k + 1 : n * k + k])  # noqa: E731
+            free = sorted(n for n in idle if n not in taken) if moving else sorted(idle)
+            for p, node in zip(order, sorted(free, key=load)):
+                placement[p] = node
+        yield from self._evictions(job, placement)
+        if moving:
+            yield Move(job, 0, placement)
+        else:
+            yield Start(job, 0, placement)
+
+    def _evictions(self, job: Job, placement: Sequence[int]) -> Iterator[Decision]:
+        """Suspend background jobs on nodes that ``job``'s foreground processes push to the
+        threshold (paper 000, Algorithm 2, line 25), latest arrival first."""
+        platform, threshold = self.platform, self.bg_threshold
+        victims: set[int] = set()
+        for p, node in enumerate(placement):
+            above = job.cpu_est[p]  # estimated load of the tiers above, after the move
+            for tier in range(1, platform.tiers):
+                occupant = platform.occupant(node, tier)
+                if occupant < 0 or occupant == job.index:
+                    continue  # idle, or vacated by this very move
+                if above >= threshold:
+                    victims.add(occupant)
+                else:
+                    above += platform.est_load(node, tier, tier + 1)
+        jobs = self.sim.jobs
+        for index in sorted(victims, reverse=True):
+            self.evicted.append(index)
+            yield Suspend(jobs[index])
+
+    def _background_phase(self, sim: Engine) -> Iterator[Decision]:
+        eligible = self._eligible
+        tiers = range(1, self.tiers)
+        room = max(len(eligible[t]) for t in tiers)
+        if room == 0:
+            return
+        for job in list(sim.queue.values()):
+            if job.size > room:
+                continue
+            for tier in tiers:
+                if job.size <= len(eligible[tier]):
+                    yield from self._dispatch_background(job, tier)
+                    room = max(len(eligible[t]) for t in tiers)
+                    if room == 0:
+                        return
+                    break
+
+    def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
+        platform = self.platform
+        vm_est, k = platform.vm_est, platform.tiers
+        # Nodes by the estimated load of the tiers above, ascending; ties by node id.
+        if tier == 1:
+            load = lambda n: vm_est[n * k]  # noqa: E731 (the common two-tier case, kept cheap)
+        else:
+            load = lambda n: sum(vm_est[n * k : n * k + tier])  # noqa: E731
+        nodes = sorted(sorted(self._eligible[tier]), key=load)[: job.size]
+        order = sorted(range(job.size), key=lambda p: -job.cpu_est[p])
+        placement = [-1] * job.size
+        for p, node in zip(order, nodes):
+            placement[p] = node
+        yield Start(job, tier, placement)
+
+
+class Cmbf(Consolidation):
+    """Conservative migration-supported backfilling (paper 000, Algorithm 1)."""
+
+    name = "cmbf"
+
+
+class Ambf(Consolidation):
+    """Aggressive migration-supported backfilling: only the queue head may preempt."""
+
+    name = "ambf"
+    preemption = _HEAD
+
+
+class Cmcbf(Consolidation):
+    """CMBF with background tiers (paper 000, Algorithms 2-4)."""
+
+    name = "cmcbf"
+    consolidates = True
+
+
+class Amcbf(Consolidation):
+    """AMBF with background tiers: only the queue head may preempt."""
+
+    name = "amcbf"
+    consolidates = True
+    preemption = _HEAD
+
+
+class Smcbf(Consolidation):
+    """Consolidation where a job may preempt once its XFactor reaches the starvation threshold."""
+
+    name = "smcbf"
+    consolidates = True
+    preemption = _STARVED

@@ -1,0 +1,56 @@
+"""Starvation thresholds on the XFactor (paper 002; Srinivasan et al. 2002)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..metrics import bounded_slowdown
+
+if TYPE_CHECKING:
+    from ..jobs import Job
+
+__all__ = ["xfactor", "StarvationThreshold"]
+
+
+def xfactor(job: Job, now: float) -> float:
+    """The expansion factor ``(wait + estimate) / estimate`` of a waiting job.
+
+    The estimate (by default the requested time) is floored at 1 s so that zero-length
+    estimates give a finite value.
+    """
+    estimate = max(job.estimate, 1.0)
+    return (now - job.submit_time + estimate) / estimate
+
+
+class StarvationThreshold:
+    """A fixed threshold, or the adaptive ``max(10, mean bounded slowdown of completed jobs)``
+    of paper 002, eq. 3.
+
+    Args:
+        threshold: A number, or ``"adaptive"``.
+    """
+
+    __slots__ = ("adaptive", "fixed", "_bsld_sum", "_completed")
+
+    def __init__(self, threshold: float | str = "adaptive") -> None:
+        self.adaptive = threshold == "adaptive"
+        self.fixed = None if self.adaptive else float(threshold)
+        self._bsld_sum = 0.0
+        self._completed = 0
+
+    @property
+    def value(self) -> float:
+        """The threshold in force now."""
+        if not self.adaptive:
+            return self.fixed
+        mean = self._bsld_sum / self._completed if self._completed else 0.0
+        return max(10.0, mean)
+
+    def completed(self, job: Job) -> None:
+        """Count a finished job towards the adaptive mean."""
+        self._bsld_sum += bounded_slowdown(job.finish_time - job.submit_time, job.runtime)
+        self._completed += 1
+
+    def starved(self, job: Job, now: float) -> bool:
+        """Whether ``job``'s XFactor has reached the threshold."""
+        return xfactor(job, now) >= self.value
