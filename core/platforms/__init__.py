@@ -8,10 +8,25 @@ with the parameters it accepts. Every platform class takes its parameters as key
 from __future__ import annotations
 
 from ..params import Param, positive_int
+from .nodes import FG_OVERHEAD_MAX
 from .base import BasePlatform
 from .nodes import Nodes
 
 __all__ = ["BasePlatform", "Nodes", "PLATFORMS", "PLATFORM_PARAMS"]
+
+def _overhead(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1:
+        return float(value)
+    raise ValueError(f"expected a number in [0, 1), got {value!r}")
+
+
+def _efficiency(value: object) -> float | str:
+    if value == "paper":
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    raise ValueError(f"expected 'paper' or a number in (0, 1], got {value!r}")
+
 
 #: Platform classes by ``platform.kind``.
 PLATFORMS: dict[str, type[BasePlatform]] = {"nodes": Nodes}
@@ -24,6 +39,16 @@ PLATFORM_PARAMS: dict[str, dict[str, Param]] = {
             positive_int,
             default=1,
             doc="VMs per node: 1 = dedicated, 2 = foreground/background, k = one foreground and k-1 background",
+        ),
+        "fg_overhead": Param(
+            _overhead,
+            default=FG_OVERHEAD_MAX,
+            doc="foreground slowdown o ~ U(0, fg_overhead) while a lower tier is busy",
+        ),
+        "bg_efficiency": Param(
+            _efficiency,
+            default="paper",
+            doc="eff of background processes: paper (U(0.8,1) serial, N(0.428,0.144) in [0.2,0.8] parallel) or a fixed number",
         ),
     },
 }

@@ -125,14 +125,33 @@ class Nodes(BasePlatform):
         nodes: Number of nodes, at least 1.
         tiers: VMs per node: 1 = dedicated nodes, 2 = foreground/background, k > 2 = one
             foreground and k-1 background VMs of decreasing priority.
+        fg_overhead: The upper end of the foreground overhead ``o ~ U(0, fg_overhead)``
+            (paper: 0.037; 0 models a perfect priority scheduler).
+        bg_efficiency: ``"paper"`` for the paper's ``eff`` distributions, or a fixed ``eff``
+            in (0, 1] for every background process (1 with ample idle CPU gives rate 1, as
+            the paper's worked examples assume).
         seed: The run's seed, for the overhead and efficiency streams.
     """
 
-    def __init__(self, nodes: int, tiers: int = 1, *, seed: int = 0) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        tiers: int = 1,
+        *,
+        fg_overhead: float = FG_OVERHEAD_MAX,
+        bg_efficiency: float | str = "paper",
+        seed: int = 0,
+    ) -> None:
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         if tiers < 1:
             raise ValueError(f"tiers must be at least 1, got {tiers}")
+        if not 0 <= fg_overhead < 1:
+            raise ValueError(f"fg_overhead must be in [0, 1), got {fg_overhead}")
+        if bg_efficiency != "paper" and not 0 < bg_efficiency <= 1:
+            raise ValueError(f"bg_efficiency must be 'paper' or in (0, 1], got {bg_efficiency!r}")
+        self.fg_overhead = float(fg_overhead)
+        self.bg_efficiency = bg_efficiency
         self.capacity = nodes
         self.tiers = tiers
         vms = nodes * tiers
@@ -259,6 +278,16 @@ class Nodes(BasePlatform):
         return self.start(job, tier, nodes)
 
     # -- rates -----------------------------------------------------------------------------
+    def _draw_overhead(self) -> float:
+        return self._overhead.uniform(0.0, self.fg_overhead) if self.fg_overhead else 0.0
+
+    def _draw_eff(self, size: int) -> float:
+        if self.bg_efficiency != "paper":
+            return self.bg_efficiency
+        if size == 1:
+            return self._eff.uniform(*_EFF_SINGLE)
+        return self._eff.truncated_normal(*_EFF_MULTI)
+
     def rate_changes(self) -> list[tuple[Job, float]]:
         self.rates_dirty = False
         if not self._dirty:
@@ -277,12 +306,9 @@ class Nodes(BasePlatform):
                 if not busy[t]:
                     continue
                 if t == 0:
-                    factor[base] = self._overhead.uniform(0.0, FG_OVERHEAD_MAX) if any(busy[1:]) else 0.0
+                    factor[base] = self._draw_overhead() if any(busy[1:]) else 0.0
                 elif any(busy[:t]):
-                    if running[occ[base + t]].size == 1:
-                        factor[base + t] = self._eff.uniform(*_EFF_SINGLE)
-                    else:
-                        factor[base + t] = self._eff.truncated_normal(*_EFF_MULTI)
+                    factor[base + t] = self._draw_eff(running[occ[base + t]].size)
         changes: list[tuple[Job, float]] = []
         prate, rates, vms_of, cpu = self._prate, self._rate, self._vms, self._cpu
         stale = set(dirty)
@@ -328,22 +354,19 @@ class Nodes(BasePlatform):
         """:meth:`rate_changes` for ``tiers: 2``, the paper's setting, with the loops unrolled."""
         occ, factor, running, cpu = self._occ, self._factor, self._running, self._cpu
         prate, rates, vms_of = self._prate, self._rate, self._vms
-        overhead, eff = self._overhead, self._eff
+        draw_overhead, draw_eff = self._draw_overhead, self._draw_eff
         affected_fg = set()
         affected_bg = set()
         for node in dirty:
             fg, bg = occ[2 * node], occ[2 * node + 1]
             if fg >= 0:
                 affected_fg.add(fg)
-                factor[2 * node] = overhead.uniform(0.0, FG_OVERHEAD_MAX) if bg >= 0 else 0.0
+                factor[2 * node] = draw_overhead() if bg >= 0 else 0.0
                 prate[2 * node] = 1.0 - factor[2 * node]
             if bg >= 0:
                 affected_bg.add(bg)
                 if fg >= 0:
-                    if running[bg].size == 1:
-                        factor[2 * node + 1] = eff.uniform(*_EFF_SINGLE)
-                    else:
-                        factor[2 * node + 1] = eff.truncated_normal(*_EFF_MULTI)
+                    factor[2 * node + 1] = draw_eff(running[bg].size)
         changes: list[tuple[Job, float]] = []
         stale = set(dirty)
         for index in sorted(affected_fg):
