@@ -1,8 +1,10 @@
 """``tiersweep bench``: how fast the simulator is, on real logs, reproducibly.
 
-For each log and policy it times, best of ``repeat`` runs, the workload load (SWF parse and
-workload rules) and the simulation proper, and prints jobs simulated per second. It then times
-``tiersweep run`` of EASY on the KTH-SP2 log as a whole process, interpreter start included.
+For each log and policy it times, best of ``repeat`` runs, the workload load (SWF parse,
+workload rules, CPU annotation) and the simulation proper, and prints jobs simulated per
+second. Then the consolidation case that every sweep leans on: AMCBF (and CMCBF) on 320 nodes
+with two tiers over the first 20,000 jobs of CTC-SP2. Last, ``tiersweep run`` of EASY on the
+KTH-SP2 log as a whole process, interpreter start included.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from core.engine import Engine
 from core.errors import TiersweepError
 from core.platforms import Nodes
 from core.policies import make_policy
+from core.workloads.cpu import annotate_cpu
 from core.workloads.rules import jobs_from_records
 from core.workloads.swf import header_int, read_swf
 
@@ -30,16 +33,23 @@ BENCH_TRACES = (
     "HPC2N-2002-2.2-cln.swf.gz",
 )
 BENCH_POLICIES = ("fcfs", "easy")
+#: The consolidation case: (log, jobs, nodes, tiers).
+CONSOLIDATION_CASE = ("CTC-SP2-1996-3.1-cln.swf.gz", 20_000, 320, 2)
+CONSOLIDATION_POLICIES = ("amcbf", "cmcbf")
 
 
-def _time_in_process(path: Path, policy: str) -> tuple[int, float, float]:
+def _time_in_process(
+    path: Path, policy: str, *, jobs: int | None = None, nodes: int | None = None, tiers: int = 1
+) -> tuple[int, float, float]:
     started = time.perf_counter()
     log = read_swf(path)
-    nodes = header_int(log.header, "MaxProcs", "MaxNodes")
-    jobs, _ = jobs_from_records(log.records, capacity=nodes)
+    nodes = nodes or header_int(log.header, "MaxProcs", "MaxNodes")
+    workload, _ = jobs_from_records(log.records, capacity=nodes, jobs=jobs)
+    annotate_cpu(workload, seed=1)
     loaded = time.perf_counter()
-    Engine(jobs, Nodes(nodes), make_policy(policy)).run()
-    return len(jobs), loaded - started, time.perf_counter() - loaded
+    policy_object = make_policy(policy)
+    Engine(workload, Nodes(nodes, tiers, seed=1), policy_object, migration_cost=20.0).run()
+    return len(workload), loaded - started, time.perf_counter() - loaded
 
 
 def _time_whole_process(path: Path) -> float:
@@ -72,6 +82,15 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
             load = min(t[1] for t in timings)
             sim = min(t[2] for t in timings)
             print(f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}")
+    name, count, nodes, tiers = CONSOLIDATION_CASE
+    if not quick:
+        print(f"\nconsolidation: first {count:,} jobs of {name.removesuffix('.swf.gz')}, {nodes} nodes, {tiers} tiers")
+        for policy in CONSOLIDATION_POLICIES:
+            timings = [
+                _time_in_process(folder / name, policy, jobs=count, nodes=nodes, tiers=tiers) for _ in range(repeat)
+            ]
+            jobs, load, sim = timings[0][0], min(t[1] for t in timings), min(t[2] for t in timings)
+            print(f"{'':<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}")
     whole = min(_time_whole_process(folder / BENCH_TRACES[0]) for _ in range(repeat))
     print(f"\n`tiersweep run` of easy on {BENCH_TRACES[0].removesuffix('.swf.gz')}, whole process: {whole:.3f} s")
     return 0

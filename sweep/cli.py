@@ -12,25 +12,38 @@ from typing import Sequence
 
 __all__ = ["main", "build_parser"]
 
-_SPEC_HELP = """\
-A spec is a YAML mapping with four parts (defaults in brackets):
+def spec_help() -> str:
+    """Every spec key with its default and meaning, generated from the declared parameters."""
+    from core.platforms import PLATFORM_PARAMS
+    from core.policies import COMMON_POLICY_PARAMS, POLICY_PARAMS
+    from core.spec import WORKLOAD_PARAMS
 
-  seed: 1                                  [0]
-  workload:
-    trace: ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz   SWF file, plain or gzip;
-                                           relative to the current directory
-    jobs: 10000                            first N valid jobs [all]
-    size_field: requested | allocated      [requested] SWF field 8, else 5 when -1
-    overrun: kill | extend                 [kill] stop a job at its requested time, or not
-    estimate: requested | exact | factor:<f>   [requested] runtime the scheduler believes
-    lenient: false                         skip and count malformed lines instead of failing
-  platform:
-    kind: nodes                            [nodes]
-    nodes: 100                             [the trace's MaxProcs]
-  policy:
-    name: fcfs | easy | conservative | selective   [easy]
-    xfactor_threshold: adaptive | <number>  (selective only) [adaptive = max(10, mean bsld)]
-"""
+    def block(params, indent="    "):
+        return [f"{indent}{key}: {p.doc} [{p.default}]" for key, p in params.items()]
+
+    lines = ["A spec is a YAML mapping (defaults in brackets):", "", "  seed: the run's seed [0]", "  workload:"]
+    lines += block(WORKLOAD_PARAMS)
+    lines.append("  platform:")
+    for kind, params in PLATFORM_PARAMS.items():
+        lines.append(f"    kind: {kind}")
+        lines += block(params, "      ")
+    lines.append("  policy:")
+    lines.append(f"    name: {' | '.join(POLICY_PARAMS)} [easy]")
+    lines += block(COMMON_POLICY_PARAMS)
+    users: dict[str, list[str]] = {}
+    for name, params in POLICY_PARAMS.items():
+        for key in params:
+            users.setdefault(key, []).append(name)
+    for key, names in users.items():
+        param = POLICY_PARAMS[names[0]][key]
+        lines.append(f"    {key} ({', '.join(names)} only): {param.doc} [{param.default}]")
+    lines += [
+        "",
+        "Relative trace paths are taken from the current directory. Example:",
+        "  policy: {name: amcbf, bg_threshold: 0.96, migration_cost: 20}",
+        "  platform: {kind: nodes, nodes: 320, tiers: 2}",
+    ]
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="simulate one run spec and print its metrics",
         description="Simulate one run spec and print its metrics.",
-        epilog=_SPEC_HELP,
+        epilog=spec_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("spec", metavar="SPEC.yaml", help="the run spec")

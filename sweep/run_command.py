@@ -68,13 +68,16 @@ def summary_table(result: RunResult) -> str:
     params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name")
     lines = [
         f"workload  {workload['trace']}",
-        f"platform  {platform['kind']}, {platform['nodes']} nodes",
+        f"platform  {platform['kind']}, {platform['nodes']} nodes"
+        + (f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else ""),
         f"policy    {policy['name']}{f' ({params})' if params else ''}, estimate {workload['estimate']}, "
         f"overrun {workload['overrun']}, seed {spec['seed']}",
         "",
     ]
-    width = max(len(label) for _, label, _ in _TABLE)
-    for key, label, unit in _TABLE:
+    rows = [*_TABLE]
+    rows += [(k, f"share of VM time in tier {k[4:-6]}", "") for k in result.metrics if k.endswith("_share")]
+    width = max(len(label) for _, label, _ in rows)
+    for key, label, unit in rows:
         lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key], unit):>16}")
     fired = {k: v for k, v in result.report.items() if v and k not in ("records", "dropped")}
     if fired:
