@@ -17,6 +17,7 @@ __all__ = [
     "positive_int",
     "non_negative_int",
     "non_negative_number",
+    "positive_number",
     "unit_interval",
     "positive_fraction",
     "cpu_range",
@@ -102,6 +103,13 @@ def cpu_range(value: Any) -> list[float]:
     ):
         return [float(value[0]), float(value[1])]
     raise ValueError(f"expected [low, high] with 0 < low <= high <= 1 (or one such number), got {value!r}")
+
+
+def positive_number(value: Any) -> float:
+    """A finite number > 0."""
+    if _is_number(value) and math.isfinite(value) and value > 0:
+        return float(value)
+    raise ValueError(f"expected a positive number, got {value!r}")
 
 
 def boolean(value: Any) -> bool:

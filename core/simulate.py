@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -10,15 +9,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from .engine import Engine
-from .errors import SpecError
 from .metrics import job_records, run_metrics
 from .platforms import PLATFORMS
 from .policies import make_policy
 from .spec import validate_spec
 from .version import MODEL_VERSION
-from .workloads.cpu import annotate_cpu
-from .workloads.rules import WorkloadReport, jobs_from_records
-from .workloads.swf import header_int, read_swf
+from .workloads.build import build_workload
 
 __all__ = ["RunResult", "simulate"]
 
@@ -61,35 +57,11 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
     spec = validate_spec(spec)
     workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
 
-    path = workload["trace"]
-    if not os.path.exists(path):
-        raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
-    log = read_swf(path, lenient=workload["lenient"])
-    if platform_spec.get("nodes") is None:
-        size = header_int(log.header, "MaxProcs", "MaxNodes")
-        if size is None:
-            raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
-        platform_spec["nodes"] = size
+    built = build_workload(workload, seed=spec["seed"], nodes=platform_spec.get("nodes"))
+    platform_spec["nodes"] = built.nodes
     params = {k: v for k, v in platform_spec.items() if k != "kind"}
     platform = PLATFORMS[platform_spec["kind"]](**params, seed=spec["seed"])
-
-    report = WorkloadReport(malformed_skipped=log.malformed_skipped)
-    jobs, report = jobs_from_records(
-        log.records,
-        capacity=platform.capacity,
-        jobs=workload["jobs"],
-        size_field=workload["size_field"],
-        overrun=workload["overrun"],
-        estimate=workload["estimate"],
-        report=report,
-    )
-    annotate_cpu(
-        jobs,
-        seed=spec["seed"],
-        usage=tuple(workload["cpu_usage"]),
-        accuracy=workload["cpu_accuracy"],
-        prior=workload["cpu_prior"],
-    )
+    jobs, report = built.jobs, built.report
     policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
     engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"])
     engine.run()
@@ -97,6 +69,8 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
     records = job_records(jobs)
     metrics = run_metrics(records, platform.capacity)
     metrics["dropped"] = report.dropped
+    metrics["offered_load"] = built.offered_load
+    metrics["load_scale"] = built.load_scale
     return RunResult(
         spec=spec,
         metrics=metrics,

@@ -1,6 +1,7 @@
 """Run specs: plain mappings (usually loaded from YAML), validated with key paths.
 
-A spec has four parts::
+A spec has four parts (the workload is a trace, as here, or a synthetic model such as
+``workload: {model: feitelson96, jobs: 20000, load: 0.8}``)::
 
     seed: 1
     workload: {trace: ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz, jobs: 10000,
@@ -19,13 +20,25 @@ import copy
 from typing import Any, Mapping
 
 from .errors import SpecError
-from .params import Param, any_string, boolean, cpu_range, non_negative_int, one_of, positive_fraction, positive_int, unit_interval
+from .params import (
+    Param,
+    any_string,
+    boolean,
+    cpu_range,
+    non_negative_int,
+    one_of,
+    positive_fraction,
+    positive_int,
+    positive_number,
+    unit_interval,
+)
 from .platforms import PLATFORM_PARAMS, PLATFORMS
 from .policies import COMMON_POLICY_PARAMS, POLICIES, POLICY_PARAMS
 from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
+from .workloads.models import MODEL_NAMES, model_module
 from .workloads.rules import parse_estimate
 
-__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "set_key"]
+__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "MODEL_DEFAULT_JOBS", "set_key"]
 
 
 def _estimate(value: Any) -> str:
@@ -33,14 +46,34 @@ def _estimate(value: Any) -> str:
     return value
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return dict(value)
+    raise ValueError(f"expected a mapping of parameter names to values, got {value!r}")
+
+
 #: The keys of ``workload``.
 WORKLOAD_PARAMS: dict[str, Param] = {
-    "trace": Param(any_string, doc="path of an SWF file (plain or gzip)"),
-    "jobs": Param(positive_int, default=None, doc="simulate only the first N valid jobs"),
-    "size_field": Param(one_of("requested", "allocated"), default="requested", doc="SWF processor field giving the job size"),
+    "trace": Param(any_string, doc="path of an SWF file (plain or gzip); or give a model"),
+    "model": Param(one_of(*MODEL_NAMES), doc=f"synthetic workload model: {' | '.join(MODEL_NAMES)}"),
+    "preset": Param(any_string, doc="model preset (default: the model's own)"),
+    "params": Param(_mapping, doc="model parameter overrides, e.g. {mean_gap: 150}"),
+    "jobs": Param(
+        positive_int,
+        doc="trace: simulate the first N valid jobs; model: generate N (feitelson96 20000, others 10000)",
+    ),
+    "max_size": Param(positive_int, doc="model: largest job size (default 256)"),
+    "load": Param(positive_number, doc="target offered load sum(size*runtime)/(nodes*span), reached by scaling gaps"),
+    "load_method": Param(
+        one_of("auto", "rescale", "model"),
+        default="auto",
+        doc="rescale all gaps (exact), or the model's own arrival scaling (keeps Lublin's daily cycle; "
+        "the only way for feitelson96's repeats); auto: model for feitelson96, else rescale",
+    ),
+    "size_field": Param(one_of("requested", "allocated"), default="requested", doc="trace: SWF processor field giving the job size"),
     "overrun": Param(one_of("kill", "extend"), default="kill", doc="a job running past its request: kill it there, or let it run"),
-    "estimate": Param(_estimate, default="requested", doc="runtime estimate: requested, exact or factor:<f>"),
-    "lenient": Param(boolean, default=False, doc="skip and count malformed lines instead of failing"),
+    "estimate": Param(_estimate, default="requested", doc="runtime estimate: requested (the runtime when missing), exact or factor:<f>"),
+    "lenient": Param(boolean, default=False, doc="trace: skip and count malformed lines instead of failing"),
     "cpu_usage": Param(
         cpu_range,
         default=list(DEFAULT_CPU_USAGE),
@@ -53,6 +86,45 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         doc="the uninformed CPU-usage guess, in (0, 1]",
     ),
 }
+
+_MODEL_ONLY = ("preset", "params", "max_size")
+_TRACE_ONLY = ("size_field", "lenient")
+#: Jobs generated when a model workload does not say.
+MODEL_DEFAULT_JOBS = {"feitelson96": 20_000, "jann97": 10_000, "lublin03": 10_000}
+#: Largest job size of a model workload when it does not say (paper 000: 1-256 processes).
+MODEL_DEFAULT_MAX_SIZE = 256
+
+
+def _validate_workload(given: Any) -> dict[str, Any]:
+    out = _section("workload", given, WORKLOAD_PARAMS, {})
+    if (out["trace"] is None) == (out["model"] is None):
+        raise SpecError("workload: give exactly one of workload.trace (an SWF file) or workload.model")
+    if out["trace"] is not None:
+        for key in _MODEL_ONLY:
+            if given.get(key) is not None:
+                raise SpecError(f"workload.{key}: only for model workloads, not with workload.trace")
+        if out["load_method"] == "model":
+            raise SpecError("workload.load_method: 'model' needs a model workload; a trace can only be rescaled")
+        return out
+    for key in _TRACE_ONLY:
+        if given.get(key) is not None and given[key] != WORKLOAD_PARAMS[key].default:
+            raise SpecError(f"workload.{key}: only for trace workloads, not with workload.model")
+        out[key] = None  # not applicable
+    model = out["model"]
+    module = model_module(model)
+    if out["preset"] is None:
+        out["preset"] = module.DEFAULT_PRESET
+    elif out["preset"] not in module.PRESETS:
+        raise SpecError(
+            f"workload.preset: unknown preset {out['preset']!r} of {model}; valid choices: {', '.join(module.PRESETS)}"
+        )
+    out["params"] = out["params"] or {}
+    if out["jobs"] is None:
+        out["jobs"] = MODEL_DEFAULT_JOBS[model]
+    if out["max_size"] is None:
+        out["max_size"] = MODEL_DEFAULT_MAX_SIZE
+    return out
+
 
 #: Top-level keys and the sections.
 SPEC_SECTIONS = ("seed", "workload", "platform", "policy")
@@ -93,10 +165,8 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 
     workload = spec.get("workload")
     if workload is None:
-        raise SpecError("workload: missing; give at least workload.trace")
-    out["workload"] = _section("workload", workload, WORKLOAD_PARAMS, {})
-    if out["workload"]["trace"] is None:
-        raise SpecError("workload.trace: missing; expected the path of an SWF file")
+        raise SpecError("workload: missing; give workload.trace (an SWF file) or workload.model")
+    out["workload"] = _validate_workload(workload)
 
     platform = spec.get("platform", {"kind": "nodes"})
     kind = platform.get("kind", "nodes") if isinstance(platform, Mapping) else None

@@ -1,0 +1,137 @@
+"""From the ``workload`` part of a spec to the jobs of a run.
+
+A trace is read and put through the workload rules; a model is generated and put through the
+same rules. Then the offered load is measured exactly and, if the spec asks for one, reached
+by scaling inter-arrival gaps; last, the CPU-usage annotation. The result depends on the seed
+and the workload spec alone (and the platform size), never on the policy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import SpecError
+from ..jobs import Job
+from .cpu import annotate_cpu
+from .load import offered_load, scale_for_load
+from .models import generate
+from .rules import WorkloadReport, jobs_from_records
+from .swf import header_int, read_swf
+
+__all__ = ["Workload", "build_workload", "MODEL_DEFAULT_NODES", "jobs_load"]
+
+#: Platform size when a model workload's platform does not say (paper 000: 320 nodes).
+MODEL_DEFAULT_NODES = 320
+
+
+@dataclass
+class Workload:
+    """The jobs of a run and how they were obtained.
+
+    Attributes:
+        jobs: In queue order.
+        report: What the workload rules did.
+        nodes: The platform size the workload was prepared for.
+        offered_load: ``sum(size * runtime) / (nodes * span of submits)`` of ``jobs``.
+        load_scale: The factor applied to inter-arrival gaps (1 when none).
+        header: The trace's or generator's SWF header.
+    """
+
+    jobs: list[Job]
+    report: WorkloadReport
+    nodes: int
+    offered_load: float
+    load_scale: float
+    header: Mapping[str, str]
+
+
+def jobs_load(jobs: list[Job], nodes: int) -> float:
+    """Offered load of ``jobs`` on ``nodes`` nodes."""
+    submit = np.fromiter((j.submit_time for j in jobs), np.float64, len(jobs))
+    size = np.fromiter((j.size for j in jobs), np.float64, len(jobs))
+    runtime = np.fromiter((j.runtime for j in jobs), np.float64, len(jobs))
+    return offered_load(submit, size, runtime, nodes)
+
+
+def _rescale(jobs: list[Job], factor: float) -> None:
+    if not jobs or factor == 1.0:
+        return
+    first = jobs[0].submit_time
+    for job in jobs:
+        job.submit_time = first + (job.submit_time - first) * factor
+
+
+def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None) -> Workload:
+    """Build the jobs of a validated ``workload`` spec.
+
+    Args:
+        workload: The ``workload`` section of a validated spec.
+        seed: The run's seed.
+        nodes: The platform size, or None for the default (the trace's MaxProcs, else
+            MaxNodes; 320 for models).
+
+    Raises:
+        SpecError: The trace is missing, has no size header when one is needed, or the model
+            rejects a parameter.
+    """
+    rules = {"overrun": workload["overrun"], "estimate": workload["estimate"]}
+    target = workload["load"]
+    if workload["trace"] is not None:
+        path = workload["trace"]
+        if not os.path.exists(path):
+            raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
+        log = read_swf(path, lenient=workload["lenient"])
+        if nodes is None:
+            nodes = header_int(log.header, "MaxProcs", "MaxNodes")
+            if nodes is None:
+                raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
+        report = WorkloadReport(malformed_skipped=log.malformed_skipped)
+        jobs, report = jobs_from_records(
+            log.records, capacity=nodes, jobs=workload["jobs"], size_field=workload["size_field"], report=report, **rules
+        )
+        header = log.header
+        scale = 1.0
+    else:
+        nodes = nodes or MODEL_DEFAULT_NODES
+        model = workload["model"]
+
+        def make(load_scale: float) -> tuple[list[Job], WorkloadReport, Mapping[str, str]]:
+            try:
+                out = generate(
+                    model,
+                    workload["jobs"],
+                    seed=seed,
+                    machine_size=nodes,
+                    preset=workload["preset"],
+                    load_scale=load_scale,
+                    max_size=workload["max_size"],
+                    **workload["params"],
+                )
+            except (TypeError, ValueError) as error:
+                raise SpecError(f"workload.params: {model}: {error}") from None
+            made, made_report = jobs_from_records(out.records, capacity=nodes, **rules)
+            return made, made_report, out.header
+
+        method = workload["load_method"]
+        if method == "auto":
+            method = "model" if model == "feitelson96" else "rescale"
+        scale = 1.0
+        if target is not None and method == "model":
+            scale = scale_for_load(lambda f: jobs_load(make(f)[0], nodes), target)
+        jobs, report, header = make(scale)
+    if target is not None and (workload["trace"] is not None or method == "rescale"):
+        factor = jobs_load(jobs, nodes) / target
+        _rescale(jobs, factor)
+        scale *= factor
+    annotate_cpu(
+        jobs,
+        seed=seed,
+        usage=tuple(workload["cpu_usage"]),
+        accuracy=workload["cpu_accuracy"],
+        prior=workload["cpu_prior"],
+    )
+    return Workload(jobs, report, nodes, jobs_load(jobs, nodes), scale, header)
