@@ -286,17 +286,10 @@ def test_fig1_cmbf_t5_j4_preempts_j5():
     assert at5.running[4] == (FG, {P2, P3, P4, P5})  # J2's two nodes + J5's two
     assert [(e.job, set(e.nodes)) for e in run.events(5, "suspend") if e.job == 5] == [(5, {P4, P5})]
     assert 5 in at5.queue
-    # "thus, J6 remains in its original position" (after the pass, at least: see the xfail
-    # test below for "without being removed")
+    # "thus, J6 remains in its original position" (see also the next test)
     assert at5.running[6] == (FG, {P6})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core displaces later jobs latest-first until enough nodes are free, so J6 is "
-    "suspended at 5 (and restarted on P6 in the same pass) although the text says only J5 "
-    "is evicted",
-)
 def test_fig1_cmbf_t5_only_j5_is_evicted_j6_is_not_removed():
     run = simulate(1, "cmbf")
     # "First, collect the nodes used by J6, then J5, but only evicting J5 is enough for J4,

@@ -196,20 +196,33 @@ class Consolidation(BasePolicy):
                     heapq.heappush(pending, victim)
 
     def _displace_later_jobs(self, job: Job, needed: int, displaced: list[int]) -> Iterator[Decision]:
-        """Free ``needed`` foreground VMs held by jobs that arrived after ``job``, latest first.
+        """Free ``needed`` foreground VMs held by jobs that arrived after ``job``.
 
-        A displaced job is switched down to the highest background tier whose VMs on all of
-        its nodes are idle (a priority swap, paper 000 Algorithm 2 line 9), else suspended.
-        The paper speaks of "backfilled" jobs; every later-arrived foreground job counts here,
-        as its stated policy does ("nodes ... occupied by jobs with a later arrival time").
-        Displaced jobs' indices are appended to ``displaced``.
+        As in paper 000's example (section 4.1.1: "First, collect the nodes used by J6, then
+        J5, but only evicting J5 is enough for J4, thus, J6 remains"): later jobs are
+        collected latest arrival first until their VMs suffice, then any collected job whose
+        VMs turn out not to be needed is left running. A displaced job is switched down to a
+        background tier of its own nodes when those VMs are all idle (a priority swap,
+        Algorithm 2 line 9), else suspended. The paper speaks of "backfilled" jobs; every
+        later-arrived foreground job counts here, as its stated policy does ("nodes ...
+        occupied by jobs with a later arrival time"). Displaced jobs' indices are appended
+        to ``displaced``.
         """
         jobs = self.sim.jobs
-        while needed > 0:
-            victim = jobs[self._fg[-1]]
-            assert victim.index > job.index, "the Fenwick count promised enough later jobs"
+        collected: list[Job] = []
+        total = 0
+        for index in reversed(self._fg):
+            if total >= needed:
+                break
+            assert index > job.index, "the Fenwick count promised enough later jobs"
+            collected.append(jobs[index])
+            total += jobs[index].size
+        for victim in list(collected):
+            if total - victim.size >= needed:
+                collected.remove(victim)
+                total -= victim.size
+        for victim in collected:
             tier = self._free_lower_tier(victim.nodes)
-            needed -= victim.size
             displaced.append(victim.index)
             if tier is None:
                 yield Suspend(victim)

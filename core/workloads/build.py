@@ -17,12 +17,12 @@ import numpy as np
 from ..errors import SpecError
 from ..jobs import Job
 from .cpu import annotate_cpu
-from .load import offered_load, scale_for_load
+from .load import offered_load, rescale_gaps, scale_for_load
 from .models import generate
 from .rules import WorkloadReport, jobs_from_records
-from .swf import header_int, read_swf
+from .swf import SWF_FIELDS, header_int, read_swf
 
-__all__ = ["Workload", "build_workload", "MODEL_DEFAULT_NODES", "jobs_load"]
+__all__ = ["Workload", "build_workload", "model_records", "MODEL_DEFAULT_NODES", "jobs_load"]
 
 #: Platform size when a model workload's platform does not say (paper 000: 320 nodes).
 MODEL_DEFAULT_NODES = 320
@@ -97,33 +97,9 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         scale = 1.0
     else:
         nodes = nodes or MODEL_DEFAULT_NODES
-        model = workload["model"]
-
-        def make(load_scale: float) -> tuple[list[Job], WorkloadReport, Mapping[str, str]]:
-            try:
-                out = generate(
-                    model,
-                    workload["jobs"],
-                    seed=seed,
-                    machine_size=nodes,
-                    preset=workload["preset"],
-                    load_scale=load_scale,
-                    max_size=workload["max_size"],
-                    **workload["params"],
-                )
-            except (TypeError, ValueError) as error:
-                raise SpecError(f"workload.params: {model}: {error}") from None
-            made, made_report = jobs_from_records(out.records, capacity=nodes, **rules)
-            return made, made_report, out.header
-
-        method = workload["load_method"]
-        if method == "auto":
-            method = "model" if model == "feitelson96" else "rescale"
-        scale = 1.0
-        if target is not None and method == "model":
-            scale = scale_for_load(lambda f: jobs_load(make(f)[0], nodes), target)
-        jobs, report, header = make(scale)
-    if target is not None and (workload["trace"] is not None or method == "rescale"):
+        records, header, scale = model_records(workload, seed=seed, nodes=nodes)
+        jobs, report = jobs_from_records(records, capacity=nodes, **rules)
+    if target is not None and workload["trace"] is not None:
         factor = jobs_load(jobs, nodes) / target
         _rescale(jobs, factor)
         scale *= factor
@@ -135,3 +111,53 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         prior=workload["cpu_prior"],
     )
     return Workload(jobs, report, nodes, jobs_load(jobs, nodes), scale, header)
+
+
+def model_records(
+    workload: Mapping[str, Any], *, seed: int, nodes: int
+) -> tuple[np.ndarray, dict[str, str], float]:
+    """Generate a validated model ``workload`` as SWF records, at its target load if it has one.
+
+    Returns:
+        The records, the SWF header (with ``LoadScale`` and ``OfferedLoad`` updated) and the
+        gap scale applied.
+    """
+    model = workload["model"]
+    rules = {"overrun": workload["overrun"], "estimate": workload["estimate"]}
+
+    def make(load_scale: float) -> tuple[np.ndarray, Mapping[str, str]]:
+        try:
+            out = generate(
+                model,
+                workload["jobs"],
+                seed=seed,
+                machine_size=nodes,
+                preset=workload["preset"],
+                load_scale=load_scale,
+                max_size=workload["max_size"],
+                **workload["params"],
+            )
+        except (TypeError, ValueError) as error:
+            raise SpecError(f"workload.params: {model}: {error}") from None
+        return out.records, out.header
+
+    def load_of(records: np.ndarray) -> float:
+        return jobs_load(jobs_from_records(records, capacity=nodes, **rules)[0], nodes)
+
+    target = workload["load"]
+    method = workload["load_method"]
+    if method == "auto":
+        method = "model" if model == "feitelson96" else "rescale"
+    if target is None:
+        scale = 1.0
+        records, header = make(scale)
+    elif method == "model":
+        scale = scale_for_load(lambda f: load_of(make(f)[0]), target)
+        records, header = make(scale)
+    else:
+        records, header = make(1.0)
+        scale = load_of(records) / target
+        records = records.copy()
+        records[:, SWF_FIELDS.index("submit_time")] = rescale_gaps(records[:, SWF_FIELDS.index("submit_time")], scale)
+    header = {**header, "LoadScale": f"{scale:.6g}", "OfferedLoad": f"{load_of(records):.6g}"}
+    return records, header, scale
