@@ -77,6 +77,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="write one row per job to FILE.csv or FILE.parquet (times in the trace's time base)",
     )
 
+    workload = sub.add_parser(
+        "workload",
+        help="generate synthetic workloads or describe a workload",
+        description="Generate synthetic workloads (Lublin 2003, Jann 1997, Feitelson 1996) as SWF, "
+        "or describe an SWF file or a spec's workload.",
+    )
+    wsub = workload.add_subparsers(dest="workload_command", metavar="ACTION", required=True)
+    gen = wsub.add_parser(
+        "generate",
+        help="write a model workload as SWF",
+        description="Generate a model workload and write it as SWF (gzip when OUT ends in .gz).",
+    )
+    gen.add_argument("model", choices=["feitelson96", "jann97", "lublin03"], help="the model")
+    gen.add_argument("--out", required=True, metavar="F.swf", help="destination file")
+    gen.add_argument("--jobs", type=int, help="number of jobs [feitelson96 20000, others 10000]")
+    gen.add_argument("--load", type=float, help="target offered load (e.g. 0.8), reached by scaling gaps")
+    gen.add_argument("--seed", type=int, default=0, help="seed [%(default)s]")
+    gen.add_argument("--preset", help="model preset [the model's default]")
+    gen.add_argument("--nodes", type=int, default=320, help="machine size P [%(default)s]")
+    gen.add_argument("--max-size", type=int, help="largest job size [256]")
+    gen.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="PARAM=VALUE",
+        help="override a model parameter, e.g. --set mean_gap=150 (repeatable)",
+    )
+    desc = wsub.add_parser(
+        "describe",
+        help="statistics of an SWF file or a spec's workload",
+        description="Print jobs, machine size, size mix (serial share, powers of two), runtime "
+        "mean/median/CV, inter-arrival mean and offered load of an SWF file or a spec's workload.",
+    )
+    desc.add_argument("path", metavar="F.swf|SPEC.yaml", help="an SWF file (plain or gzip) or a run spec")
+    desc.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a spec key")
+    desc.add_argument("--json", action="store_true", help="print one JSON object")
+    desc.add_argument("--plot", metavar="F.png", help="also write a plot: sizes, runtimes, arrivals by hour")
+
     bench = sub.add_parser(
         "bench",
         help="measure simulator speed on real logs (FCFS and EASY)",
@@ -99,6 +134,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .run_command import run_command
 
             return run_command(args.spec, args.overrides, args.json, args.jobs_out)
+        if args.command == "workload":
+            from .workload_command import describe_command, generate_command
+
+            if args.workload_command == "generate":
+                return generate_command(
+                    args.model,
+                    args.out,
+                    jobs=args.jobs,
+                    load=args.load,
+                    seed=args.seed,
+                    preset=args.preset,
+                    nodes=args.nodes,
+                    max_size=args.max_size,
+                    overrides=args.overrides,
+                )
+            return describe_command(args.path, args.overrides, args.json, args.plot)
         if args.command == "bench":
             from .bench import bench_command
 

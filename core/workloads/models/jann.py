@@ -248,11 +248,11 @@ def _sizes(given: Any, lo: int, hi: int, what: str) -> dict[int, int]:
         raise ValueError(f"{NAME}: {what} must be a non-empty mapping size -> count, got {given!r}")
     out: dict[int, int] = {}
     for size, count in given.items():
-        try:
+        if isinstance(size, str) and size.strip().isdigit():
+            size_int = int(size)  # YAML/JSON mappings may give the sizes as strings
+        elif isinstance(size, (int, float, np.integer, np.floating)) and not isinstance(size, bool) and size == int(size):
             size_int = int(size)
-        except (TypeError, ValueError):
-            raise ValueError(f"{NAME}: {what}: size {size!r} is not an integer") from None
-        if str(size_int) != str(size).strip() and size_int != size:
+        else:
             raise ValueError(f"{NAME}: {what}: size {size!r} is not an integer")
         if not lo <= size_int <= hi:
             raise ValueError(f"{NAME}: {what}: size {size_int} lies outside its range {range_label(lo, hi)}")
