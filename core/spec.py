@@ -62,7 +62,11 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         positive_int,
         doc="trace: simulate the first N valid jobs; model: generate N (feitelson96 20000, others 10000)",
     ),
-    "max_size": Param(positive_int, doc="model: largest job size (default 256)"),
+    "max_size": Param(
+        positive_int,
+        doc="model: largest job size (default: 256 within the machine for feitelson96 and jann97, "
+        "the machine size for lublin03)",
+    ),
     "load": Param(positive_number, doc="target offered load sum(size*runtime)/(nodes*span), reached by scaling gaps"),
     "load_method": Param(
         one_of("auto", "rescale", "model"),
@@ -91,8 +95,6 @@ _MODEL_ONLY = ("preset", "params", "max_size")
 _TRACE_ONLY = ("size_field", "lenient")
 #: Jobs generated when a model workload does not say.
 MODEL_DEFAULT_JOBS = {"feitelson96": 20_000, "jann97": 10_000, "lublin03": 10_000}
-#: Largest job size of a model workload when it does not say (paper 000: 1-256 processes).
-MODEL_DEFAULT_MAX_SIZE = 256
 
 
 def _validate_workload(given: Any) -> dict[str, Any]:
@@ -121,8 +123,6 @@ def _validate_workload(given: Any) -> dict[str, Any]:
     out["params"] = out["params"] or {}
     if out["jobs"] is None:
         out["jobs"] = MODEL_DEFAULT_JOBS[model]
-    if out["max_size"] is None:
-        out["max_size"] = MODEL_DEFAULT_MAX_SIZE
     return out
 
 

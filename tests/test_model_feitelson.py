@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from core.workloads import models
-from core.workloads.load import offered_load
+from core.workloads.load import offered_load, scale_for_load
 from core.workloads.models import feitelson as F
 from core.workloads.rules import jobs_from_records
 from core.workloads.swf import read_swf, write_swf
@@ -93,12 +93,16 @@ def _complete_chain_lengths(records: np.ndarray, r_max: int = 100) -> np.ndarray
     the chain's first submit and runtime, which are independent of R, so the lengths are an
     unbiased sample of R.
     """
-    root = _chains(records)
-    lengths = np.bincount(root, minlength=len(records))
+    lengths = _first_run_chain_lengths(records, r_max)
+    return lengths[lengths >= 0]
+
+
+def _first_run_chain_lengths(records: np.ndarray, r_max: int = 100) -> np.ndarray:
+    """Chain length per first run in submit order, -1 where the chain may have been cut."""
     first = np.flatnonzero(records[:, PRECEDING] == -1)
-    last = records[:, SUBMIT].max()
-    complete = records[first, SUBMIT] + (r_max - 1) * records[first, RUNTIME] < last
-    return lengths[first[complete]]
+    lengths = np.bincount(_chains(records), minlength=len(records))[first]
+    complete = records[first, SUBMIT] + (r_max - 1) * records[first, RUNTIME] < records[:, SUBMIT].max()
+    return np.where(complete, lengths, -1)
 
 
 def _unround_runtimes(runtime: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -364,21 +368,26 @@ def test_load_scale_changes_only_first_run_gaps():
         assert np.array_equal(a[:k, col], b[:k, col])
     # Gaps are scaled before rounding: |rint(2t) - 2 rint(t)| <= 1.
     assert np.all(np.abs(b[:k, SUBMIT] - 2 * a[:k, SUBMIT]) <= 1)
-    # Repeat counts: chains complete in both workloads have the same length.
-    for records, firsts in ((one, a), (two, b)):
-        root = _chains(records)
-        lengths = np.bincount(root, minlength=len(records))[np.flatnonzero(records[:, PRECEDING] == -1)]
-        complete = firsts[:, SUBMIT] + 99 * firsts[:, RUNTIME] < records[:, SUBMIT].max()
-        records_lengths = np.where(complete, lengths, -1)[:k]
-        if records is one:
-            lengths_one = records_lengths
-        else:
-            both = (lengths_one >= 0) & (records_lengths >= 0)
-            assert both.sum() > 5_000
-            assert np.array_equal(lengths_one[both], records_lengths[both])
+    # Repeat counts: chains complete in both workloads (-1: possibly cut) have the same length.
+    length_one, length_two = _first_run_chain_lengths(one)[:k], _first_run_chain_lengths(two)[:k]
+    both = (length_one >= 0) & (length_two >= 0)
+    assert both.sum() > 5_000
+    assert np.array_equal(length_one[both], length_two[both])
     load_one = offered_load(one[:, SUBMIT], one[:, REQUESTED], one[:, RUNTIME], P)
     load_two = offered_load(two[:, SUBMIT], two[:, REQUESTED], two[:, RUNTIME], P)
     assert load_two < load_one
+
+
+def test_scale_for_load_reaches_a_target():
+    """target_load use: root-find f on the sample; the jobs do not move with f."""
+
+    def load_of(f: float) -> float:
+        records = _gen(20_000, 3, load_scale=f)
+        return offered_load(records[:, SUBMIT], records[:, REQUESTED], records[:, RUNTIME], P)
+
+    f = scale_for_load(load_of, 0.5)
+    assert load_of(f) == pytest.approx(0.5, rel=1e-3)
+    assert f > 1
 
 
 def test_fewer_jobs_is_a_prefix():

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 from typing import Any, Mapping
 
 import numpy as np
@@ -130,14 +131,14 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
 
 def _positive(params: dict[str, Any], key: str) -> None:
     value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
         raise ValueError(f"{NAME}: {key} must be a positive finite number, got {value!r}")
     params[key] = float(value)
 
 
 def _finite(params: dict[str, Any], key: str) -> None:
     value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{NAME}: {key} must be a finite number, got {value!r}")
     params[key] = float(value)
 
@@ -148,9 +149,9 @@ def _validate(params: dict[str, Any]) -> dict[str, Any]:
     for key in ("size_exponent", "c0", "c1"):
         _finite(params, key)
     r_max = params["r_max"]
-    if isinstance(r_max, float) and r_max.is_integer():
+    if isinstance(r_max, numbers.Real) and not isinstance(r_max, bool) and float(r_max).is_integer():
         r_max = int(r_max)
-    if isinstance(r_max, bool) or not isinstance(r_max, (int, np.integer)) or r_max < 1:
+    if not isinstance(r_max, int) or isinstance(r_max, bool) or r_max < 1:
         raise ValueError(f"{NAME}: r_max must be an integer >= 1, got {params['r_max']!r}")
     params["r_max"] = int(r_max)
     mode = params["repeat_mode"]
@@ -293,17 +294,18 @@ def generate(
         ValueError: Bad arguments, unknown preset or parameter, or ``repeat_mode``
             ``on_completion`` (needs simulator support).
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 0:
         raise ValueError(f"{NAME}: jobs must be a non-negative integer, got {jobs!r}")
-    if isinstance(machine_size, bool) or not isinstance(machine_size, (int, np.integer)) or machine_size < 1:
+    if isinstance(machine_size, bool) or not isinstance(machine_size, numbers.Integral) or machine_size < 1:
         raise ValueError(f"{NAME}: machine_size must be a positive integer, got {machine_size!r}")
-    if isinstance(load_scale, bool) or not isinstance(load_scale, (int, float)) or not (
+    if isinstance(load_scale, bool) or not isinstance(load_scale, numbers.Real) or not (
         math.isfinite(load_scale) and load_scale > 0
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
     if max_size is None:
-        max_size = DEFAULT_MAX_SIZE
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
+        # The calibrated range, cut to the machine (a job never exceeds the machine).
+        max_size = min(DEFAULT_MAX_SIZE, machine_size) if isinstance(machine_size, numbers.Integral) else DEFAULT_MAX_SIZE
+    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or max_size < 1:
         raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
     if max_size > machine_size:
         raise ValueError(

@@ -73,6 +73,10 @@ SIZE_RULES = ("empirical", "uniform", "upper", "pow2")
 #: Hyper-Erlang variates per draw block (see the module docstring).
 BLOCK = 1024
 
+#: Multiplies the first estimate of the draws each stream needs (the output does not depend
+#: on it: streams that fall short are topped up; tests vary it to exercise the top-up).
+_FIRST_DRAW = 1.0
+
 _DIST_KEYS = ("k", "p", "lam1", "lam2")
 _RANGE_KEYS = ("lo", "hi", "arrival", "service", "sizes")
 _PATCH_KEYS = ("arrival", "service", "sizes")
@@ -243,14 +247,19 @@ def _dist(given: Any, what: str, base: Mapping[str, Any] | None = None) -> dict[
     return out
 
 
-def _sizes(given: Any, lo: int, hi: int, what: str) -> dict[int, int]:
+def _sizes(given: Any, lo: int, hi: int, what: str) -> dict[int, float]:
     if not isinstance(given, Mapping) or not given:
         raise ValueError(f"{NAME}: {what} must be a non-empty mapping size -> count, got {given!r}")
-    out: dict[int, int] = {}
+    out: dict[int, float] = {}
     for size, count in given.items():
         if isinstance(size, str) and size.strip().isdigit():
             size_int = int(size)  # YAML/JSON mappings may give the sizes as strings
-        elif isinstance(size, (int, float, np.integer, np.floating)) and not isinstance(size, bool) and size == int(size):
+        elif (
+            isinstance(size, (int, float, np.integer, np.floating))
+            and not isinstance(size, bool)
+            and math.isfinite(size)
+            and size == int(size)
+        ):
             size_int = int(size)
         else:
             raise ValueError(f"{NAME}: {what}: size {size!r} is not an integer")
@@ -278,14 +287,16 @@ def _range(given: Any, index: int) -> dict[str, Any]:
     lo = _integer(given["lo"], f"ranges[{index}].lo", 1)
     hi = _integer(given["hi"], f"ranges[{index}].hi", lo)
     label = range_label(lo, hi)
-    sizes = given.get("sizes")
+    if given.get("sizes") is not None:
+        sizes = _sizes(given["sizes"], lo, hi, f"ranges[{label}].sizes")
+    else:  # a single-valued range needs no pmf; a wider one without counts cannot use `empirical`
+        sizes = {lo: 1} if lo == hi else None
     return {
         "lo": lo,
         "hi": hi,
         "arrival": _dist(given["arrival"], f"ranges[{label}].arrival"),
         "service": _dist(given["service"], f"ranges[{label}].service"),
-        # A single-valued range needs no pmf; a wider one without counts cannot use `empirical`.
-        "sizes": _sizes(sizes, lo, hi, f"ranges[{label}].sizes") if sizes is not None else ({lo: 1} if lo == hi else None),
+        "sizes": sizes,
     }
 
 
@@ -294,6 +305,8 @@ def _apply_ranges(base: list[dict[str, Any]], given: Any) -> list[dict[str, Any]
         by_label = {range_label(r["lo"], r["hi"]): i for i, r in enumerate(base)}
         out = [dict(r) for r in base]
         for label, patch in given.items():
+            if isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+                label = str(label)  # YAML reads the single-size labels 1 and 2 as integers
             if label not in by_label:
                 raise ValueError(f"{NAME}: ranges: unknown range {label!r}; valid ranges: {', '.join(by_label)}")
             if not isinstance(patch, Mapping):
@@ -420,7 +433,7 @@ def _arrivals(seed: int, ranges: Sequence[Mapping[str, Any]], kept: Sequence[int
     horizon = jobs / rates.sum() * (1 + 4 * math.sqrt(float(share @ cv2) / jobs))
     rngs = [stream(seed, f"{NAME}/arrivals/{range_label(ranges[i]['lo'], ranges[i]['hi'])}") for i in kept]
     gaps: list[np.ndarray] = [np.empty(0)] * len(kept)
-    wanted = horizon * rates + 4 * np.sqrt(horizon * rates * np.maximum(cv2, 1)) + 16
+    wanted = (horizon * rates + 4 * np.sqrt(horizon * rates * np.maximum(cv2, 1)) + 16) * _FIRST_DRAW
     while True:
         for j, count in enumerate(wanted):
             blocks = math.ceil(max(count - len(gaps[j]), 0) / BLOCK)
@@ -464,7 +477,8 @@ def generate(
         preset: A key of :data:`PRESETS` (``ctc_fulllog`` or ``ctc_period``).
         load_scale: f > 0, multiplies every gap (load ~ 1/f); the draws do not depend on it.
         max_size: Ranges whose lower bound exceeds it are dropped; None means 256, which drops
-            257-322. A value inside a range (e.g. 300) is an error.
+            257-322 (on a machine below 256, the largest range top within the machine). A
+            value inside a range (e.g. 300) is an error.
         **overrides: ``size_rule`` and ``ranges`` (see the module docstring).
 
     Returns:
@@ -476,6 +490,8 @@ def generate(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
         raise ValueError(f"{NAME}: jobs must be a non-negative integer, got {jobs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{NAME}: seed must be a non-negative integer, got {seed!r}")
     if isinstance(machine_size, bool) or not isinstance(machine_size, (int, np.integer)) or machine_size < 1:
         raise ValueError(f"{NAME}: machine_size must be a positive integer, got {machine_size!r}")
     if isinstance(load_scale, bool) or not isinstance(load_scale, (int, float)) or not (
@@ -483,7 +499,12 @@ def generate(
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
     if max_size is None:
+        # 256 (drops 257-322), or on a smaller machine the largest range top that fits it,
+        # so that the default never splits a range.
         max_size = DEFAULT_MAX_SIZE
+        if isinstance(machine_size, (int, np.integer)) and machine_size < DEFAULT_MAX_SIZE:
+            tops = [r["hi"] for r in parameters(preset, **overrides)["ranges"] if r["hi"] <= machine_size]
+            max_size = max(tops) if tops else machine_size
     if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
         raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
     if max_size > machine_size:
@@ -491,7 +512,8 @@ def generate(
             f"{NAME}: max_size {max_size} exceeds machine_size {machine_size}; pass max_size <= {machine_size} "
             f"(ranges above it are then dropped)"
         )
-    jobs, machine_size, max_size, load_scale = int(jobs), int(machine_size), int(max_size), float(load_scale)
+    jobs, seed, machine_size, max_size = int(jobs), int(seed), int(machine_size), int(max_size)
+    load_scale = float(load_scale)
     params = parameters(preset, **overrides)
     ranges, rule = params["ranges"], params["size_rule"]
     kept = active_ranges(ranges, max_size)
