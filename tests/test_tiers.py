@@ -15,6 +15,10 @@ Then: three tiers (tier 2 sees what tiers 0 and 1 leave, tier 1 rated first); th
 k-tier path agrees bit for bit with the unrolled two-tier path; the paper's random factors
 have the stated ranges and means and come from their own streams; determinism by seed; and the
 utilisation and tier-share metrics against an independent integration over the schedule.
+
+Known bug (strict xfail): the 4 % idle floor lets a background process consume CPU that its
+foreground already uses, so run utilisation can exceed 1 although DESIGN 4.1 caps node
+utilisation at 1.
 """
 
 from __future__ import annotations
@@ -282,7 +286,7 @@ class _NotTwo(int):
 
     ``Nodes.rate_changes`` takes its unrolled path on ``k == 2`` (``k = self.tiers``); with this
     as ``tiers`` for the duration of the call it runs the generic k-tier loops on a two-tier
-    machine. (There is no hook to ask for the generic path: see the report of this test file.)
+    machine. (``Nodes`` has no hook that selects the generic path; this needs no copy of it.)
     """
 
     __hash__ = int.__hash__
@@ -319,9 +323,12 @@ class SpyNodes(Nodes):
         return super()._two_tier_rate_changes(dirty)
 
 
-def run_on(platform_cls, jobs, capacity, policy, seed, migration_cost=20.0, **platform_params):
-    platform = platform_cls(capacity, 2, seed=seed, **platform_params)
-    Engine(jobs, platform, make_policy(policy), migration_cost=migration_cost, observer=audit).run()
+def run_on(platform_cls, jobs, capacity, policy, seed, migration_cost=20.0, bg_threshold=0.96):
+    platform = platform_cls(capacity, 2, seed=seed)
+    policy = make_policy(policy, bg_threshold=bg_threshold)
+    # No audit observer: equality is the point here, and amcbf trips a known bug of the
+    # contract (test_consolidation.AMCBF_HEAD_BUG) that has nothing to do with rates.
+    Engine(jobs, platform, policy, migration_cost=migration_cost).run()
     return job_records(jobs), platform
 
 
@@ -349,25 +356,31 @@ def tier_workloads(draw):
     return nodes, rows
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=tier_workloads(), seed=st.integers(0, 2**20), policy=st.sampled_from(["cmcbf", "amcbf", "smcbf"]))
-def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, policy):
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=tier_workloads(),
+    seed=st.integers(0, 2**20),
+    policy=st.sampled_from(["cmcbf", "amcbf", "smcbf"]),
+    accuracy=st.sampled_from([1.0, 0.0]),  # 0: busy nodes get background work, the floor binds
+    bg_threshold=st.sampled_from([0.96, 1.0]),
+)
+def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, policy, accuracy, bg_threshold):
     nodes, rows = case
     runs = []
     for cls in (SpyNodes, GenericNodes):
         jobs = make_jobs(rows, nodes)
-        annotate_cpu(jobs, seed=seed)
-        runs.append(run_on(cls, jobs, nodes, policy, seed))
-    (unrolled, spy), (generic, _) = runs
+        annotate_cpu(jobs, seed=seed, accuracy=accuracy)
+        runs.append(run_on(cls, jobs, nodes, policy, seed, bg_threshold=bg_threshold))
+    (unrolled, _), (generic, _) = runs
     assert_records_bitwise_equal(unrolled, generic, f"{policy} seed {seed}")
 
 
-@pytest.mark.parametrize("policy", ["cmcbf", "amcbf"])
-def test_generic_path_equals_two_tier_path_on_kth(kth_path, policy):
+@pytest.mark.parametrize(("policy", "accuracy"), [("cmcbf", 1.0), ("amcbf", 0.0)])
+def test_generic_path_equals_two_tier_path_on_kth(kth_path, policy, accuracy):
     runs = []
     for cls in (SpyNodes, GenericNodes):
         jobs, capacity = kth_jobs(kth_path)
-        annotate_cpu(jobs, seed=3)
+        annotate_cpu(jobs, seed=3, accuracy=accuracy)
         runs.append(run_on(cls, jobs, capacity, policy, seed=3))
     (unrolled, spy), (generic, _) = runs
     assert spy.unrolled_calls > 1000  # the plain platform really took the unrolled path
