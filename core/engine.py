@@ -77,6 +77,8 @@ class Engine:
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
         self.passes = 0
+        #: CPU-seconds used beyond the platform's capacity (integral of its overflow rate).
+        self.overflow_seconds = 0.0
         self._heap: list[tuple[float, int, int, Job, int]] = []
         self._sequence = itertools.count()
         self._needs_restore: set[int] = set()
@@ -95,6 +97,7 @@ class Engine:
         apply = self._apply
         observer = self.observer
         cursor = 0
+        last = math.nan
         tiers = platform.tiers
         for job in jobs:
             job.tier_time = [0.0] * tiers
@@ -106,6 +109,9 @@ class Engine:
                 break
             next_arrival = jobs[cursor].submit_time if cursor < n_jobs else math.inf
             now = heap[0][0] if heap and heap[0][0] <= next_arrival else next_arrival
+            if platform.overflow_rate:
+                self.overflow_seconds += platform.overflow_rate * (now - last)
+            last = now
             self.now = now
             happened = False
             while heap and heap[0][0] == now:

@@ -72,14 +72,16 @@ def _stats(prefix: str, values: np.ndarray) -> dict[str, float]:
     }
 
 
-def run_metrics(records: dict[str, np.ndarray], capacity: int) -> dict[str, float]:
+def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds: float = 0.0) -> dict[str, float]:
     """Aggregate per-job records into run metrics.
 
     Utilisation is busy CPU-seconds over ``capacity x span`` (capacity in nodes; the span
     runs from the first submission to the last completion). A process consumes its true CPU
     usage times its job's rate, so whatever rates a job ran at, its busy CPU-seconds are
     ``runtime x sum of its processes' CPU usage``: the work it carried, however it was
-    spread over tiers.
+    spread over tiers. ``overflow_seconds`` (CPU time a node's processes used beyond its
+    whole CPU, possible under the paper's 4 % idle floor) is subtracted, so that no node counts
+    more than fully busy.
 
     Returns:
         ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
@@ -95,7 +97,7 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int) -> dict[str, floa
         return metrics
     first = float(records["submit_time"].min())
     last = float(records["finish_time"].max())
-    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"]))
+    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"])) - overflow_seconds
     span = last - first
     metrics["migrations_per_job"] = float(records["migrations"].mean())
     metrics["utilization"] = busy / (capacity * span) if span > 0 else float("nan")

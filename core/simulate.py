@@ -67,7 +67,7 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
     engine.run()
 
     records = job_records(jobs)
-    metrics = run_metrics(records, platform.capacity)
+    metrics = run_metrics(records, platform.capacity, engine.overflow_seconds)
     metrics["dropped"] = report.dropped
     metrics["offered_load"] = built.offered_load
     metrics["load_scale"] = built.load_scale

@@ -16,9 +16,9 @@
   displace a foreground job); a threshold of 1 makes every job starved, i.e. cmcbf.
 * k > 2 tiers: background dispatch tries tier 1 before tier 2.
 
-Known bugs, as strict xfails with minimal hand cases: on k > 2 tiers a background start in
-tier 1 can put an existing tier-2 process at or above the threshold (THREE_TIER_BUG); amcbf does
-not reconsider a new queue head created by the background phase (AMCBF_HEAD_BUG).
+Two minimal hand cases pin fixed defects: on k > 2 tiers a background start in tier 1 must not
+leave an existing tier-2 process at or above the threshold; under amcbf a queue head created
+by the background phase gets its turn to preempt in the same pass.
 
 Hand cases use fixed progress factors (``fg_overhead=0``, ``bg_efficiency=0.9``) and CPU usages
 set per job, and state their expected times in comments.
@@ -198,8 +198,6 @@ def check_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_
 def _contract_params():
     for name in sorted(POLICIES):
         for tiers in (1, 2, 3):
-            if tiers == 3 and name in CONSOLIDATING:
-                continue  # below, with the known bug
             yield pytest.param(name, tiers, id=f"{name}-{tiers}")
 
 
@@ -207,19 +205,11 @@ def _contract_params():
 @settings(max_examples=20, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**CONTRACT_CASES)
 def test_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_cost, threshold):
-    # Derandomized: random exploration finds the AMCBF head bug below (AMCBF_HEAD_BUG) in
-    # about 1 example in 300 on two tiers, which would make this test flaky.
     check_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_cost, threshold)
 
 
-THREE_TIER_BUG = (
-    "BUG: on k > 2 tiers, background dispatch into tier t never checks the tiers below t: a "
-    "process started in tier 1 can push a tier-2 process's higher-tier estimate to or above "
-    "bg_threshold, and nothing evicts it (see test_background_start_never_pushes_a_lower_tier_over_the_threshold)"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=THREE_TIER_BUG)
 @pytest.mark.parametrize("name", CONSOLIDATING)
 @settings(
     max_examples=60,
@@ -231,11 +221,9 @@ THREE_TIER_BUG = (
 )
 @given(**CONTRACT_CASES)
 def test_contract_on_three_tiers(name, case, seed, accuracy, usage, migration_cost, threshold):
-    # Derandomized, so that the strict xfail is stable until the bug is fixed.
     check_contract_on_tiers(name, 3, case, seed, accuracy, usage, migration_cost, threshold)
 
 
-@pytest.mark.xfail(strict=True, reason=THREE_TIER_BUG)
 def test_background_start_never_pushes_a_lower_tier_over_the_threshold():
     # One node, three tiers, cmcbf, threshold 0.96.
     # A (fg, CPU 0.5) at 0. B (CPU 0.3, 9 s) at 1 -> tier 1 (0.5 < 0.96), rate 0.9: ends at 11.
@@ -254,14 +242,8 @@ def test_background_start_never_pushes_a_lower_tier_over_the_threshold():
     assert jobs[1].finish_time == approx(11.0)
 
 
-AMCBF_HEAD_BUG = (
-    "BUG: amcbf checks the head's right to preempt only in the foreground phase; when the "
-    "background phase then starts the head in a background tier, the new head is not "
-    "reconsidered and may wait (here 900 s) although idle VMs plus later arrivals' suffice"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=AMCBF_HEAD_BUG)
 def test_amcbf_new_head_after_the_background_phase_may_preempt():
     # Four nodes, two tiers, amcbf, 1000 s jobs unless said otherwise.
     # t=0:   A (1 node, CPU 0.5) -> fg node 0; Z (2 nodes, CPU 1.0, 100 s) -> fg nodes 1, 2.
@@ -272,8 +254,7 @@ def test_amcbf_new_head_after_the_background_phase_may_preempt():
     #        fg. Background: all 4 nodes open: H starts there. N is now the head, with 1 idle
     #        VM plus J's and K's (later arrivals) = 3 >= 3: the AMCBF property says it must
     #        not be left queued; it can start at 100 by displacing K and J.
-    # (Observed: N waits until A ends at 1000.) The audit observer checks the property after
-    # every pass.
+    # The audit observer checks the property after every pass.
     jobs, _ = hand_run(
         [(0, 1000, 1, 1000), (0, 100, 2, 100), (1, 1000, 4, 1000), (1, 1000, 3, 1000), (1, 1000, 1, 1000), (100, 1000, 1, 1000)],
         [[0.5], [1.0, 1.0], [0.5] * 4, [0.5] * 3, [0.5], [0.5]],
@@ -513,9 +494,7 @@ def test_smcbf_with_threshold_one_is_cmcbf(case, seed, tiers):
         jobs = make_jobs(rows, nodes)
         annotate_cpu(jobs, seed=seed)
         platform = Nodes(nodes, tiers, seed=seed)
-        # No audit here: on 3 tiers it trips over the known bug (see THREE_TIER_BUG); the
-        # invariants are the contract tests' business, equality is this test's.
-        Engine(jobs, platform, make_policy(name, **params), migration_cost=20.0).run()
+        Engine(jobs, platform, make_policy(name, **params), migration_cost=20.0, observer=audit).run()
         records.append(job_records(jobs))
     assert_records_equal(*records, label=f"tiers {tiers}")
 

@@ -251,7 +251,8 @@ def assert_contract(
     assert (finish >= start).all()
     # Rates never exceed 1: a job takes at least its runtime; on dedicated nodes (one tier) a
     # job never suspended or moved runs exactly its runtime.
-    assert (finish - start >= runtime).all()
+    # (Up to float rounding: a rate change sums progress in pieces.)
+    assert (finish - start >= runtime - 1e-9 * np.maximum(1.0, runtime)).all()
     single_tier = all(not k.startswith("tier") or k in ("tier0_duration",) for k in records)
     if single_tier:
         plain = migrations == 0

@@ -29,6 +29,9 @@ class BasePlatform(ABC):
     capacity: int
     tiers: int = 1
     rates_dirty: bool = False
+    #: CPU-seconds per second used beyond the capacity of the platform's units (0 unless the
+    #: progress model can oversubscribe a unit); subtracted from the busy time.
+    overflow_rate: float = 0.0
 
     @abstractmethod
     def free_count(self, tier: int = 0) -> int:

@@ -153,9 +153,18 @@ class Consolidation(BasePolicy):
         queue = sim.queue
         if not queue and not self._bg:
             return
-        yield from self._foreground_phase(sim)
-        if self.tiers > 1 and queue:
+        self.evicted = []
+        while True:
+            yield from self._foreground_phase(sim)
+            if self.tiers == 1 or not queue:
+                return
+            head = next(iter(queue))
             yield from self._background_phase(sim)
+            # When the background phase started the head, the next job is the head now, and
+            # where only the head may preempt it gets its turn in this pass. The head's
+            # arrival rank only grows, so this ends.
+            if self.preemption != _HEAD or not queue or next(iter(queue)) == head:
+                return
 
     def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
         """Queued and background jobs in arrival order; displaced jobs rejoin the scan, since
@@ -164,7 +173,6 @@ class Consolidation(BasePolicy):
         head_only = self.preemption == _HEAD
         pending = [*queue, *self._bg]
         heapq.heapify(pending)
-        self.evicted = []
         previous = -1
         while pending:
             index = heapq.heappop(pending)
@@ -263,27 +271,33 @@ class Consolidation(BasePolicy):
             free = sorted(n for n in idle if n not in taken) if moving else sorted(idle)
             for p, node in zip(order, sorted(free, key=load)):
                 placement[p] = node
-        yield from self._evictions(job, placement)
+        yield from self._evictions(job, 0, placement)
         if moving:
             yield Move(job, 0, placement)
         else:
             yield Start(job, 0, placement)
 
-    def _evictions(self, job: Job, placement: Sequence[int]) -> Iterator[Decision]:
-        """Suspend background jobs on nodes that ``job``'s foreground processes push to the
-        threshold (paper 000, Algorithm 2, line 25), latest arrival first."""
+    def _evictions(self, job: Job, tier: int, placement: Sequence[int]) -> Iterator[Decision]:
+        """Suspend the lower-tier jobs that placing ``job`` in ``tier`` on ``placement`` pushes
+        to or above the threshold (paper 000, Algorithm 2, line 25: "evict the background job
+        if the utilization of j_i is above the threshold"; with k tiers, every tier below the
+        placement is judged by the estimated load of the tiers above it), latest arrival first."""
         platform, threshold = self.platform, self.bg_threshold
+        vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
         victims: set[int] = set()
         for p, node in enumerate(placement):
-            above = job.cpu_est[p]  # estimated load of the tiers above, after the move
-            for tier in range(1, platform.tiers):
-                occupant = platform.occupant(node, tier)
+            base = node * k
+            # Estimated load of the tiers down to ``tier`` once the job is placed (its own
+            # VMs elsewhere on this node are vacated by the move).
+            above = job.cpu_est[p] + sum(vm_est[base + t] for t in range(tier) if vm_job[base + t] != job.index)
+            for lower in range(tier + 1, k):
+                occupant = vm_job[base + lower]
                 if occupant < 0 or occupant == job.index:
                     continue  # idle, or vacated by this very move
                 if above >= threshold:
                     victims.add(occupant)
                 else:
-                    above += platform.est_load(node, tier, tier + 1)
+                    above += vm_est[base + lower]
         jobs = self.sim.jobs
         for index in sorted(victims, reverse=True):
             self.evicted.append(index)
@@ -319,6 +333,7 @@ class Consolidation(BasePolicy):
         placement = [-1] * job.size
         for p, node in zip(order, nodes):
             placement[p] = node
+        yield from self._evictions(job, tier, placement)
         yield Start(job, tier, placement)
 
 
