@@ -13,6 +13,9 @@ RUNNING = 2  #: holding resources (progressing, or restoring after a migration)
 FINISHED = 3  #: done
 
 
+_ONES: dict[int, tuple[float, ...]] = {}
+
+
 class Job:
     """One rigid parallel job.
 
@@ -99,9 +102,17 @@ class Job:
         self.runtime = float(runtime)
         self.requested_time = float(requested_time)
         self.estimate = float(runtime if estimate is None else estimate)
-        self.cpu_true = [1.0] * self.size if cpu_true is None else cpu_true
+        if cpu_true is None:
+            # Dedicated use of every CPU; one shared tuple per size keeps construction cheap.
+            ones = _ONES.get(self.size)
+            if ones is None:
+                ones = _ONES[self.size] = (1.0,) * self.size
+            self.cpu_true = ones
+            self.cpu_sum = float(self.size)
+        else:
+            self.cpu_true = cpu_true
+            self.cpu_sum = float(sum(cpu_true))
         self.cpu_est = self.cpu_true if cpu_est is None else cpu_est
-        self.cpu_sum = float(sum(self.cpu_true))
         self.state = PENDING
         self.start_time = math.nan
         self.last_start_time = math.nan

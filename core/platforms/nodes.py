@@ -74,6 +74,13 @@ class IdleSet:
         self._pos[node] = len(self._items)
         self._items.append(node)
 
+    def extend(self, nodes: list[int]) -> None:
+        """Mark all ``nodes`` idle."""
+        pos = self._pos
+        for i, node in enumerate(nodes, len(self._items)):
+            pos[node] = i
+        self._items.extend(nodes)
+
     def remove(self, node: int) -> None:
         """Mark ``node`` busy."""
         items, pos = self._items, self._pos
@@ -264,7 +271,7 @@ class Nodes(BasePlatform):
         if k == 1:
             for node in job.nodes:
                 occ[node] = -1
-                idle.add(node)
+            idle.extend(job.nodes)
             return
         est = self._est
         for node in job.nodes:

@@ -199,12 +199,58 @@ class Fcfs(Backfill):
 
 
 class Easy(Backfill):
-    """EASY (aggressive) backfilling: only the first job that does not fit holds a reservation."""
+    """EASY (aggressive) backfilling: only the first job that does not fit holds a reservation.
+
+    After a full pass the policy remembers the head's shadow time and the extra processors
+    left. Until a job starts, finishes or is suspended, or the clock reaches the shadow time,
+    a pass only has to look at the jobs that arrived since: every job already scanned was
+    rejected with the same free processors and extra, and ``now + estimate <= shadow`` only
+    gets harder as time passes. This keeps arrival-only passes from rescanning the queue.
+    """
 
     name = "easy"
 
+    def __init__(self) -> None:
+        super().__init__()
+        # (shadow, extra, last queue index scanned), or None when a full pass is needed.
+        self._memo: tuple[float, int, int] | None = None
+
+    def on_start(self, job: Job) -> None:
+        super().on_start(job)
+        self._memo = None
+
+    def on_finish(self, job: Job) -> None:
+        super().on_finish(job)
+        self._memo = None
+
+    def on_suspend(self, job: Job) -> None:
+        super().on_suspend(job)
+        self._memo = None
+
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
         return reserved == 0
+
+    def decide(self, sim: Engine) -> Iterator[Decision]:
+        queue = sim.queue
+        if not queue:
+            return
+        free = sim.platform.free_count()
+        if free == 0:
+            return
+        memo = self._memo
+        if memo is not None and sim.now < memo[0]:
+            shadow, extra, last = memo
+            arrived = []
+            for index in reversed(queue):
+                if index <= last:
+                    break
+                arrived.append(queue[index])
+            if arrived:
+                arrived.reverse()
+                extra = yield from self._scan(sim.now, free, shadow, extra, arrived)
+                self._memo = (shadow, extra, next(reversed(queue)))
+            return
+        yield from super().decide(sim)
 
     def _backfill(self, now: float, free: int, waiting: list[Job], first: int) -> Iterator[Decision]:
         # The head's shadow time: the earliest estimated end at which enough processors are
@@ -213,14 +259,24 @@ class Easy(Backfill):
         head_size = waiting[first].size
         shadow = math.inf
         available = free
+        clamped = False
         for end, _, job in self._ends:
             if shadow < math.inf and end > shadow:
                 break
             available += job.size
             if shadow == math.inf and available >= head_size:
-                shadow = end if end > now else math.nextafter(now, math.inf)
+                clamped = end <= now
+                shadow = math.nextafter(now, math.inf) if clamped else end
         extra = available - head_size
-        for job in waiting[first + 1 :]:
+        extra = yield from self._scan(now, free, shadow, extra, waiting[first + 1 :])
+        # A shadow clamped to "now" moves with the clock: no memo then.
+        self._memo = None if clamped else (shadow, extra, waiting[-1].index)
+
+    @staticmethod
+    def _scan(now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+        """Start the candidates that fit now and end by the shadow or fit in the extra
+        processors; return the extra processors left."""
+        for job in candidates:
             size = job.size
             if size > free:
                 continue
@@ -234,7 +290,8 @@ class Easy(Backfill):
             else:
                 continue
             if free == 0:
-                return
+                break
+        return extra
 
 
 class Conservative(Backfill):
