@@ -36,6 +36,8 @@ class Job:
             ``size`` values; all 1.0 unless the workload's CPU annotation says otherwise).
         cpu_est: The per-process CPU usage the scheduler believes (list of ``size`` values).
         cpu_sum: ``sum(cpu_true)``: the CPU-seconds the job consumes per second of progress.
+        bandwidth: Per-VM bandwidth demand in Mbps (0 unless a bandwidth annotation set it;
+            used by network-aware platforms).
 
     State fields:
         state: PENDING, QUEUED, RUNNING or FINISHED.
@@ -64,6 +66,7 @@ class Job:
         "cpu_true",
         "cpu_est",
         "cpu_sum",
+        "bandwidth",
         "state",
         "start_time",
         "last_start_time",
@@ -113,6 +116,7 @@ class Job:
             self.cpu_true = cpu_true
             self.cpu_sum = float(sum(cpu_true))
         self.cpu_est = self.cpu_true if cpu_est is None else cpu_est
+        self.bandwidth = 0.0
         self.state = PENDING
         self.start_time = math.nan
         self.last_start_time = math.nan

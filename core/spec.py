@@ -34,6 +34,7 @@ from .params import (
 )
 from .platforms import PLATFORM_PARAMS, PLATFORMS
 from .policies import COMMON_POLICY_PARAMS, POLICIES, POLICY_PARAMS
+from .workloads.bandwidth import BANDWIDTH_MODELS
 from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
 from .workloads.models import MODEL_NAMES, model_module
 from .workloads.rules import parse_estimate
@@ -88,6 +89,11 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         positive_fraction,
         default=DEFAULT_CPU_PRIOR,
         doc="the uninformed CPU-usage guess, in (0, 1]",
+    ),
+    "bandwidth": Param(
+        one_of(*BANDWIDTH_MODELS),
+        default="none",
+        doc=f"per-VM bandwidth demands for network-aware platforms: {' | '.join(BANDWIDTH_MODELS)}",
     ),
 }
 

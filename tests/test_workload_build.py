@@ -162,3 +162,40 @@ def test_describe_a_trace_counts_its_jobs(kth_path, capsys):
 def test_generate_rejects_a_bad_parameter(tmp_path, capsys):
     assert main(["workload", "generate", "jann97", "--set", "size_rule=sideways", "--out", str(tmp_path / "x.swf")]) == 2
     assert "size_rule" in capsys.readouterr().err
+
+
+CHILD = """
+import json, sys
+from core.spec import validate_spec
+from core.workloads.build import build_workload
+spec = validate_spec(json.loads(sys.argv[1]))
+jobs = build_workload(spec["workload"], seed=spec["seed"], nodes=None).jobs
+print(json.dumps([[j.submit_time, j.size, j.runtime, list(j.cpu_true)] for j in jobs]))
+"""
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_workloads_are_identical_in_a_fresh_interpreter(model):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = {"seed": 11, "workload": {"model": model, "jobs": 1500, "load": 0.75}}
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(spec)], cwd=root, env=env, capture_output=True, text=True, check=True
+    )
+    here = validate_spec(spec)
+    jobs = build_workload(here["workload"], seed=11, nodes=None).jobs
+    assert json.loads(child.stdout) == [[j.submit_time, j.size, j.runtime, list(j.cpu_true)] for j in jobs]
+
+
+def test_bandwidth_hook_defaults_to_no_demand():
+    spec = validate_spec({"workload": {"model": "jann97", "jobs": 100}})
+    assert spec["workload"]["bandwidth"] == "none"
+    jobs = build_workload(spec["workload"], seed=0, nodes=None).jobs
+    assert all(j.bandwidth == 0.0 for j in jobs)
+    with pytest.raises(SpecError, match="workload.bandwidth: unknown value 'huge'"):
+        validate_spec({"workload": {"model": "jann97", "bandwidth": "huge"}})

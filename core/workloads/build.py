@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..jobs import Job
+from .bandwidth import annotate_bandwidth
 from .cpu import annotate_cpu
 from .load import offered_load, rescale_gaps, scale_for_load
 from .models import generate
@@ -110,6 +111,7 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         accuracy=workload["cpu_accuracy"],
         prior=workload["cpu_prior"],
     )
+    annotate_bandwidth(jobs, seed=seed, model=workload["bandwidth"])
     return Workload(jobs, report, nodes, jobs_load(jobs, nodes), scale, header)
 
 
