@@ -8,7 +8,38 @@ import numpy as np
 
 from .jobs import Job
 
-__all__ = ["BSLD_BOUND", "bounded_slowdown", "job_records", "run_metrics"]
+__all__ = ["BSLD_BOUND", "bounded_slowdown", "job_records", "run_metrics", "metric_names", "job_columns"]
+
+_JOB_COLUMNS = (
+    "job_id",
+    "submit_time",
+    "start_time",
+    "finish_time",
+    "size",
+    "runtime",
+    "requested_time",
+    "estimate",
+    "wait",
+    "response",
+    "bsld",
+    "xf",
+    "migrations",
+    "cpu_mean",
+)
+_STAT_METRICS = ("wait", "response", "bsld", "xf")
+
+
+def job_columns(tiers: int) -> list[str]:
+    """The columns :func:`job_records` returns on a platform with ``tiers`` tiers."""
+    return [*_JOB_COLUMNS, *(f"tier{t}_duration" for t in range(tiers))]
+
+
+def metric_names(tiers: int) -> list[str]:
+    """The keys :func:`run_metrics` returns on a platform with ``tiers`` tiers."""
+    names = ["jobs"]
+    names += [f"{kind}_{name}" for name in _STAT_METRICS for kind in ("mean", "median", "p90")]
+    names += ["migrations_per_job", "utilization", "makespan", "span_start_time"]
+    return names + [f"tier{t}_share" for t in range(tiers)]
 
 #: The runtime floor of bounded slowdown and expansion factor, in seconds.
 BSLD_BOUND = 10.0
@@ -42,7 +73,7 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
     tier_time = np.array([j.tier_time for j in jobs], dtype=np.float64).reshape(len(jobs), tiers)
     size = np.fromiter((j.size for j in jobs), np.int64, len(jobs))
     records = {
-        "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),
+        "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),  # order: _JOB_COLUMNS
         "submit_time": submit,
         "start_time": start,
         "finish_time": finish,
@@ -90,7 +121,7 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds:
     """
     n = len(records["job_id"])
     metrics: dict[str, float] = {"jobs": n}
-    for name in ("wait", "response", "bsld", "xf"):
+    for name in _STAT_METRICS:
         metrics.update(_stats(name, records[name]))
     if n == 0:
         metrics.update(migrations_per_job=float("nan"), utilization=float("nan"), makespan=0.0, span_start_time=float("nan"))

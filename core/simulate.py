@@ -16,7 +16,10 @@ from .spec import validate_spec
 from .version import MODEL_VERSION
 from .workloads.build import build_workload
 
-__all__ = ["RunResult", "simulate"]
+__all__ = ["RunResult", "simulate", "RUN_EXTRA_METRICS"]
+
+#: Metrics :func:`simulate` adds to :func:`core.metrics.run_metrics`'s.
+RUN_EXTRA_METRICS = ("dropped", "offered_load", "load_scale")
 
 
 @dataclass(frozen=True)

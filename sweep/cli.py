@@ -77,6 +77,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="write one row per job to FILE.csv or FILE.parquet (times in the trace's time base)",
     )
 
+    sweep = sub.add_parser(
+        "sweep",
+        help="run a grid of specs in parallel into a Parquet store",
+        description="Run every cell of a sweep config (a base spec x a grid of spec keys x seeds) that the "
+        "store does not hold yet, in parallel, writing OUT/NAME/runs (and jobs with --jobs) as Parquet. "
+        "Re-running resumes; cells already stored are never computed twice.",
+        epilog="Config keys: name, base (a run spec), grid (dotted spec key -> list), zip (list of groups of "
+        "keys that vary together), exclude (list of {key: value(s)} rules), seeds (a count or a list), "
+        "seed (the sweep seed a count derives from). An existing Ray cluster: --address or RAY_ADDRESS; "
+        "with token authentication set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from `ray get-auth-token`).",
+    )
+    sweep.add_argument("config", metavar="CONFIG.yaml", help="the sweep config")
+    sweep.add_argument("--out", default="results", help="results folder [%(default)s]")
+    sweep.add_argument("--backend", choices=["ray", "process", "serial"], default="ray", help="where cells run [%(default)s]")
+    sweep.add_argument("--address", help="an existing Ray cluster (host:port, ray://..., or auto)")
+    sweep.add_argument("--jobs", dest="with_jobs", action="store_true", help="also store per-job records (large)")
+    sweep.add_argument("--force", action="store_true", help="recompute cells already stored")
+    sweep.add_argument("--retry-failed", action="store_true", help="recompute cells stored as failed")
+    sweep.add_argument("--max-cells", type=int, metavar="N", help="compute at most N cells in this run")
+    sweep.add_argument("--dry-run", action="store_true", help="list the cells and which are stored; compute nothing")
+
+    compact_parser = sub.add_parser(
+        "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
+    )
+    compact_parser.add_argument("root", metavar="OUT/NAME", help="a sweep's results folder")
+
     workload = sub.add_parser(
         "workload",
         help="generate synthetic workloads or describe a workload",
@@ -134,6 +160,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .run_command import run_command
 
             return run_command(args.spec, args.overrides, args.json, args.jobs_out)
+        if args.command == "sweep":
+            from .sweep_command import sweep_command
+
+            return sweep_command(
+                args.config,
+                out=args.out,
+                backend=args.backend,
+                address=args.address,
+                with_jobs=args.with_jobs,
+                force=args.force,
+                retry_failed=args.retry_failed,
+                max_cells=args.max_cells,
+                dry_run=args.dry_run,
+            )
+        if args.command == "compact":
+            from .sweep_command import compact_command
+
+            return compact_command(args.root)
         if args.command == "workload":
             from .workload_command import describe_command, generate_command
 

@@ -1,0 +1,203 @@
+"""Execution backends: where batches of cells run. All call :func:`sweep.batch.run_batch`.
+
+* ``serial``: in the driver's process, one batch at a time (for debugging).
+* ``process``: a standard-library process pool, one worker per CPU.
+* ``ray`` (default): Ray core tasks on a local Ray started for the run (dashboard off, object
+  store capped, one CPU per task) or on an existing cluster (``--address`` or
+  ``RAY_ADDRESS``); lost workers are retried (``max_retries``).
+
+The driver submits batches with :meth:`Backend.submit` (a bounded number in flight) and
+collects them as they finish with :meth:`Backend.wait`.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
+from typing import Any, Mapping, Sequence
+
+from core.errors import TiersweepError
+
+from .batch import failed_outcomes, run_batch
+
+__all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
+
+Tasks = Sequence[Mapping[str, Any]]
+Outcomes = list[dict[str, Any]]
+
+
+class Backend(ABC):
+    """Runs batches of cells; subclasses differ only in where.
+
+    Attributes:
+        workers: How many batches can run at once.
+    """
+
+    workers: int = 1
+
+    @abstractmethod
+    def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
+        """Start running a batch."""
+
+    @abstractmethod
+    def wait(self) -> list[tuple[int, Outcomes]]:
+        """Block until at least one submitted batch finishes; return the finished ones."""
+
+    @abstractmethod
+    def pending(self) -> int:
+        """Batches submitted and not yet returned by :meth:`wait`."""
+
+    def cancel(self) -> None:
+        """Abandon every batch in flight (on interruption)."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class SerialBackend(Backend):
+    """Runs each batch in this process when :meth:`wait` asks for it."""
+
+    def __init__(self) -> None:
+        self.workers = 1
+        self._queue: list[tuple[int, Tasks, bool]] = []
+
+    def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
+        self._queue.append((batch_id, tasks, with_jobs))
+
+    def wait(self) -> list[tuple[int, Outcomes]]:
+        batch_id, tasks, with_jobs = self._queue.pop(0)
+        return [(batch_id, run_batch(tasks, with_jobs))]
+
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def cancel(self) -> None:
+        self._queue.clear()
+
+
+class ProcessBackend(Backend):
+    """A pool of worker processes (``spawn``: fresh interpreters, as Ray workers are)."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        import multiprocessing
+
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self._futures: dict[Future, tuple[int, Tasks]] = {}
+
+    def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
+        self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks)
+
+    def wait(self) -> list[tuple[int, Outcomes]]:
+        done, _ = wait_futures(list(self._futures), return_when=FIRST_COMPLETED)
+        finished = []
+        for future in done:
+            batch_id, tasks = self._futures.pop(future)
+            try:
+                finished.append((batch_id, future.result()))
+            except Exception as error:  # noqa: BLE001 - a dead worker fails its cells, not the sweep
+                finished.append((batch_id, failed_outcomes(tasks, error)))
+        return finished
+
+    def pending(self) -> int:
+        return len(self._futures)
+
+    def cancel(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        self._futures.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayBackend(Backend):
+    """Ray core tasks, on a local Ray or an existing cluster.
+
+    Args:
+        address: An existing cluster (``ray://...`` or ``host:port``), ``auto`` for the one
+            started on this machine with ``ray start``, or None for ``RAY_ADDRESS`` if set,
+            else a new local Ray with ``num_cpus`` CPUs.
+        num_cpus: CPUs of a new local Ray (default: the machine's).
+        object_store_mb: Object store cap of a new local Ray.
+        max_retries: Retries of a batch whose worker died.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: int | None = None,
+        object_store_mb: int = 512,
+        max_retries: int = 3,
+    ) -> None:
+        import ray
+
+        self._ray = ray
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        self._started_here = address is None and not ray.is_initialized()
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
+            if address is None:
+                options.update(
+                    num_cpus=num_cpus or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    object_store_memory=object_store_mb * 1024 * 1024,
+                )
+            else:
+                options["address"] = address
+            try:
+                ray.init(**options)
+            except ConnectionError as error:
+                raise TiersweepError(
+                    f"--address {address}: cannot connect to a Ray cluster there ({error}). If the "
+                    "cluster uses token authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+                    "(or RAY_AUTH_TOKEN_PATH) to its token (`ray get-auth-token` on the head node)."
+                ) from None
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_batch)
+        self._refs: dict[Any, tuple[int, Tasks]] = {}
+
+    def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
+        self._refs[self._remote.remote(list(tasks), with_jobs)] = (batch_id, tasks)
+
+    def wait(self) -> list[tuple[int, Outcomes]]:
+        ready, _ = self._ray.wait(list(self._refs), num_returns=1)
+        finished = []
+        for ref in ready:
+            batch_id, tasks = self._refs.pop(ref)
+            try:
+                finished.append((batch_id, self._ray.get(ref)))
+            except Exception as error:  # noqa: BLE001 - retries exhausted: its cells fail
+                finished.append((batch_id, failed_outcomes(tasks, error)))
+        return finished
+
+    def pending(self) -> int:
+        return len(self._refs)
+
+    def cancel(self) -> None:
+        for ref in self._refs:
+            self._ray.cancel(ref, force=True)
+        self._refs.clear()
+
+    def close(self) -> None:
+        if self._started_here:
+            self._ray.shutdown()
+
+
+#: Backend names for ``--backend``.
+BACKENDS = ("ray", "process", "serial")
+
+
+def make_backend(name: str, *, address: str | None = None) -> Backend:
+    """The backend called ``name``."""
+    if name == "serial":
+        return SerialBackend()
+    if name == "process":
+        return ProcessBackend()
+    if name == "ray":
+        return RayBackend(address)
+    raise TiersweepError(f"--backend: unknown backend {name!r}; valid choices: {', '.join(BACKENDS)}")

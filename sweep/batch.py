@@ -1,0 +1,110 @@
+"""The unit of work every backend runs: a batch of cells, each simulated and turned into a row.
+
+:func:`run_batch` is a pure function of its arguments (the cells' specs), importable by any
+worker process; a cell that raises becomes a ``failed`` row with the error text, so one bad
+cell never takes a batch or a sweep down.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from core import simulate
+from core.version import MODEL_VERSION
+
+from .cells import flatten
+
+__all__ = ["run_batch", "package_version", "task_for", "failed_outcomes"]
+
+
+def package_version() -> str:
+    """The installed tiersweep version (``0+unknown`` when run from a source tree)."""
+    try:
+        from importlib.metadata import version
+
+        return version("tiersweep")
+    except Exception:  # noqa: BLE001 - any failure means "not installed"
+        return "0+unknown"
+
+
+def task_for(cell: Any, sweep: str) -> dict[str, Any]:
+    """The picklable description of a cell that a worker needs."""
+    spec = cell.spec
+    trace = spec["workload"]["trace"]
+    run_spec = spec
+    if trace is not None and not os.path.isabs(trace):
+        # Workers may start elsewhere: run with the absolute path, store the path as given.
+        run_spec = {**spec, "workload": {**spec["workload"], "trace": os.path.abspath(trace)}}
+    return {
+        "index": cell.index,
+        "cell_id": cell.cell_id,
+        "sweep": sweep,
+        "spec": spec,
+        "run_spec": run_spec,
+        "replicate": cell.replicate,
+    }
+
+
+def _base_row(task: Mapping[str, Any], version: str, host: str) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "cell_id": task["cell_id"],
+        "cell_index": task["index"],
+        "sweep": task["sweep"],
+        "status": "ok",
+        "error": None,
+        "wall_seconds": 0.0,
+        "model_version": MODEL_VERSION,
+        "package_version": version,
+        "seed": task["spec"]["seed"],
+        "replicate": task["replicate"],
+        "host": host,
+    }
+    row.update({key: value for key, value in flatten(task["spec"]).items() if key != "seed"})
+    return row
+
+
+def failed_outcomes(tasks: Sequence[Mapping[str, Any]], error: BaseException | str) -> list[dict[str, Any]]:
+    """Outcomes marking every task of a batch failed (its worker was lost for good)."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    outcomes = []
+    for task in tasks:
+        row = _base_row(task, package_version(), "")
+        row.update(status="failed", error=text)
+        outcomes.append({"row": row, "jobs": None})
+    return outcomes
+
+
+def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> list[dict[str, Any]]:
+    """Simulate each task's spec; return one outcome per task, in order.
+
+    Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
+    wall_seconds, model_version, package_version, seed, replicate, host, flattened spec
+    columns, ``report.*`` counts and the run metrics) and ``jobs`` (per-job columns, or None).
+    """
+    version = package_version()
+    host = os.uname().nodename
+    outcomes = []
+    for task in tasks:
+        started = time.perf_counter()
+        row = _base_row(task, version, host)
+        jobs = None
+        try:
+            result = simulate(task["run_spec"])
+        except Exception as error:  # noqa: BLE001 - a failing cell is data, not a crash
+            row["status"] = "failed"
+            last = traceback.extract_tb(error.__traceback__)[-1:]
+            where = f" (at {last[0].filename}:{last[0].lineno})" if last else ""
+            row["error"] = f"{type(error).__name__}: {error}{where}"
+        else:
+            row.update({f"report.{key}": value for key, value in result.report.items()})
+            row.update(result.metrics)
+            if with_jobs:
+                jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task["cell_id"]), **result.jobs}
+        row["wall_seconds"] = time.perf_counter() - started
+        outcomes.append({"row": row, "jobs": jobs})
+    return outcomes

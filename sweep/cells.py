@@ -1,0 +1,99 @@
+"""Cells: one run of a sweep, with a canonical spec, a content-addressed id and a seed.
+
+A cell's canonical spec is the validated spec (every default filled in) serialised as JSON with
+sorted keys; its ``cell_id`` hashes that text together with the model version (which changes
+whenever simulation semantics change) and, for a trace, the trace file's content digest, so a
+stored result is reused exactly when it would be computed again identically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping
+
+import numpy as np
+
+from core.version import MODEL_VERSION
+
+__all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest"]
+
+
+def canonical_json(spec: Mapping[str, Any]) -> str:
+    """The spec as JSON with sorted keys and no whitespace (floats in Python's shortest form)."""
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+@lru_cache(maxsize=64)
+def _digest_of(path: str, size: int, mtime_ns: int) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of a file's content (cached per path, size and modification time)."""
+    stat = os.stat(path)
+    return _digest_of(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+
+
+def cell_id(spec: Mapping[str, Any]) -> str:
+    """The content address of a validated spec: 16 hex digits of SHA-256."""
+    material = canonical_json(spec) + "\n" + MODEL_VERSION
+    trace = spec.get("workload", {}).get("trace")
+    if trace is not None and os.path.exists(trace):
+        material += "\n" + file_digest(trace)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+def replicate_seed(sweep_seed: int, replicate: int) -> int:
+    """The seed of replicate ``replicate`` when a sweep gives a count of seeds.
+
+    It depends on the sweep seed and the replicate index only, never on the policy, the
+    platform or execution order, so every policy of a replicate sees the same workload
+    (common random numbers, DESIGN section 2).
+    """
+    state = np.random.SeedSequence(sweep_seed, spawn_key=(replicate,)).generate_state(1, dtype=np.uint32)
+    return int(state[0])
+
+
+def flatten(spec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level of dotted keys (``{"policy": {"name": "easy"}}`` ->
+    ``{"policy.name": "easy"}``); lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in spec.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep.
+
+    Attributes:
+        index: Position in the sweep's expansion order (rows are sorted by it).
+        cell_id: Content address (see :func:`cell_id`).
+        spec: The validated, canonical spec.
+        point: The grid values that made this cell (dotted key -> value), seed excluded.
+        replicate: Index of its seed in the sweep's list of seeds.
+    """
+
+    index: int
+    cell_id: str
+    spec: dict[str, Any] = field(repr=False)
+    point: dict[str, Any]
+    replicate: int
+
+    @property
+    def seed(self) -> int:
+        """The run's seed."""
+        return self.spec["seed"]

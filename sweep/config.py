@@ -1,0 +1,181 @@
+"""Sweep configs: a base spec, a grid of dotted keys, zips, exclusions and seeds.
+
+::
+
+    name: quickstart
+    base: {workload: {model: feitelson96, jobs: 10000}, platform: {tiers: 2}}
+    grid:
+      policy.name: [easy, ambf, amcbf]
+      workload.load: [0.6, 0.8, 1.0]
+    zip:                       # axes that vary together (equal lengths)
+      - {policy.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
+    exclude:                   # drop the cells matching every key of a rule
+      - {policy.name: easy, workload.load: 1.0}
+    seeds: 2                   # or a list of seeds [1, 2, 3]
+    seed: 0                    # the sweep seed that a count of seeds derives from
+
+The cells are the cartesian product of the grid axes and the zip groups (each group one
+axis), times the seeds, less the exclusions; each is validated as a run spec before anything
+runs, and errors name the config key path and the cell.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import SpecError
+from core.spec import set_key, validate_spec
+
+from .cells import Cell, cell_id, replicate_seed
+from .specfile import load_spec_file
+
+__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand"]
+
+_TOP_KEYS = ("name", "description", "base", "grid", "zip", "exclude", "seeds", "seed")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A validated sweep config (see the module docstring)."""
+
+    name: str
+    base: dict[str, Any]
+    axes: list[dict[str, list[Any]]]  # each axis: one key, or a zip group of keys
+    exclude: list[dict[str, list[Any]]]
+    seeds: list[int]
+    raw: dict[str, Any]
+    description: str = ""
+
+
+def load_sweep_config(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep config file (YAML, safe loader)."""
+    return parse_sweep_config(load_spec_file(path), source=str(path))
+
+
+def _list(path: str, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise SpecError(f"{path}: expected a list of values, got {value!r}")
+    if not value:
+        raise SpecError(f"{path}: empty axis; give at least one value")
+    return value
+
+
+def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> SweepConfig:
+    """Validate a sweep config mapping.
+
+    Raises:
+        SpecError: Unknown keys, empty axes, zip groups of unequal lengths, bad seeds; the
+            message names the key path.
+    """
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{source}: expected a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in _TOP_KEYS:
+            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(_TOP_KEYS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
+    base = raw.get("base")
+    if not isinstance(base, Mapping):
+        raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
+    axes: list[dict[str, list[Any]]] = []
+    seen: set[str] = set()
+    grid = raw.get("grid") or {}
+    if not isinstance(grid, Mapping):
+        raise SpecError(f"grid: expected a mapping of dotted spec keys to lists, got {grid!r}")
+    for key, values in grid.items():
+        if key == "seed":
+            raise SpecError("grid.seed: give seeds with the top-level 'seeds' key")
+        axes.append({key: _list(f"grid.{key}", values)})
+        seen.add(key)
+    zips = raw.get("zip") or []
+    if not isinstance(zips, list):
+        raise SpecError(f"zip: expected a list of groups, got {zips!r}")
+    for i, group in enumerate(zips):
+        if not isinstance(group, Mapping) or not group:
+            raise SpecError(f"zip[{i}]: expected a mapping of dotted spec keys to lists of equal length")
+        lengths = {key: len(_list(f"zip[{i}].{key}", values)) for key, values in group.items()}
+        if len(set(lengths.values())) != 1:
+            raise SpecError(f"zip[{i}]: the lists must have equal lengths, got {lengths}")
+        for key in group:
+            if key in seen:
+                raise SpecError(f"zip[{i}].{key}: already an axis elsewhere in the grid")
+            seen.add(key)
+        axes.append({key: list(values) for key, values in group.items()})
+    exclude = []
+    for i, rule in enumerate(raw.get("exclude") or []):
+        if not isinstance(rule, Mapping) or not rule:
+            raise SpecError(f"exclude[{i}]: expected a mapping of dotted spec keys to values")
+        for key in rule:
+            if key not in seen:
+                raise SpecError(f"exclude[{i}].{key}: not an axis of the grid; axes: {', '.join(sorted(seen))}")
+        exclude.append({k: (v if isinstance(v, list) else [v]) for k, v in rule.items()})
+    sweep_seed = raw.get("seed", 0)
+    if isinstance(sweep_seed, bool) or not isinstance(sweep_seed, int) or sweep_seed < 0:
+        raise SpecError(f"seed: expected a non-negative integer, got {sweep_seed!r}")
+    seeds = raw.get("seeds")
+    if seeds is None:
+        seeds = [base.get("seed", 0)]
+    elif isinstance(seeds, int) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise SpecError(f"seeds: expected a positive count or a list of seeds, got {seeds}")
+        seeds = [replicate_seed(sweep_seed, r) for r in range(seeds)]
+    elif isinstance(seeds, list) and seeds:
+        for s in seeds:
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+                raise SpecError(f"seeds: expected non-negative integers, got {s!r}")
+        if len(set(seeds)) != len(seeds):
+            raise SpecError(f"seeds: repeated seeds in {seeds}")
+    else:
+        raise SpecError(f"seeds: expected a positive count or a non-empty list of seeds, got {seeds!r}")
+    description = raw.get("description", "")
+    return SweepConfig(name, dict(base), axes, exclude, list(seeds), dict(raw), str(description))
+
+
+def _excluded(point: Mapping[str, Any], rules: list[dict[str, list[Any]]]) -> bool:
+    return any(all(point.get(key) in values for key, values in rule.items()) for rule in rules)
+
+
+def expand(config: SweepConfig) -> list[Cell]:
+    """The cells of a sweep, in a fixed order: grid points (axes in config order, last axis
+    fastest), then seeds; excluded points dropped; cells with the same canonical spec kept once.
+
+    Raises:
+        SpecError: A cell's spec is invalid; the message names the cell's grid values.
+    """
+    choices = []
+    for axis in config.axes:
+        keys = list(axis)
+        choices.append([dict(zip(keys, values)) for values in zip(*axis.values())])
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for combination in itertools.product(*choices) if choices else [()]:
+        point: dict[str, Any] = {}
+        for part in combination:
+            point.update(part)
+        if _excluded(point, config.exclude):
+            continue
+        spec = dict(config.base)
+        for key, value in point.items():
+            spec = set_key(spec, key, value)
+        for replicate, seed in enumerate(config.seeds):
+            spec["seed"] = seed
+            try:
+                canonical = validate_spec(spec)
+                trace = canonical["workload"]["trace"]
+                if trace is not None and not Path(trace).exists():
+                    raise SpecError(f"workload.trace: no such file {trace!r} (relative paths are taken from {Path.cwd()})")
+            except SpecError as error:
+                where = ", ".join(f"{k}={v!r}" for k, v in point.items()) or "the base spec"
+                raise SpecError(f"cell {where}: {error} (use 'exclude' to drop combinations that do not apply)") from None
+            identity = cell_id(canonical)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            cells.append(Cell(len(cells), identity, canonical, dict(point), replicate))
+    return cells

@@ -1,0 +1,181 @@
+"""The sweep driver: expand, skip what is stored, run the rest on a backend, store, summarise.
+
+Only the driver writes the store. It keeps a bounded number of batches in flight (two per
+worker), sizes batches to about ``BATCH_SECONDS`` of work from the cells finished so far (one
+cell per batch until it knows), writes every finished batch at once, and on interruption
+abandons only the batches in flight.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from core.metrics import job_columns, metric_names
+from core.simulate import RUN_EXTRA_METRICS
+from core.workloads.rules import WorkloadReport
+
+from .backends import make_backend
+from .batch import task_for
+from .cells import Cell, flatten
+from .config import SweepConfig, expand
+from .store import Store, spec_column_types
+
+__all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
+
+#: Target seconds of work per batch: long enough to amortise dispatch, short enough that an
+#: interruption loses little.
+BATCH_SECONDS = 3.0
+#: Metrics in the final summary table.
+SUMMARY_METRICS = ("mean_wait", "mean_bsld", "utilization", "migrations_per_job")
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep run did.
+
+    Attributes:
+        cells: Every cell of the config.
+        stored_before: Cells already in the store when the run began (and not recomputed).
+        computed: Cells computed by this run.
+        failed: Cells of the config whose stored row is ``failed`` after this run.
+        elapsed_seconds: Wall time of this run, backend start-up included.
+        driver_seconds: Driver time neither waiting for workers nor starting the backend:
+            expansion, store reads and writes, dispatch (the sweep's overhead).
+        store: The store folder.
+    """
+
+    cells: list[Cell]
+    stored_before: int
+    computed: int
+    failed: int
+    elapsed_seconds: float
+    driver_seconds: float
+    store: Path
+    backend: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def overhead_per_cell_ms(self) -> float:
+        """Driver overhead per computed cell, in milliseconds."""
+        return 1000 * self.driver_seconds / self.computed if self.computed else 0.0
+
+
+def plan(config: SweepConfig, out: str | Path, *, force: bool = False, retry_failed: bool = False) -> tuple[list[Cell], list[Cell], Store]:
+    """The config's cells and those still to compute (not stored, or as ``force`` says)."""
+    cells = expand(config)
+    store = Store(Path(out) / config.name)
+    stored = {} if force else store.stored_ids()
+    todo = [c for c in cells if c.cell_id not in stored or (retry_failed and stored[c.cell_id] != "ok")]
+    return cells, todo, store
+
+
+def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
+    specs = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
+    tiers = max(c.spec["platform"].get("tiers", 1) for c in cells)
+    metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS]
+    metrics += [f"report.{key}" for key in WorkloadReport().as_dict()]
+    store.prepare(config.raw, spec_column_types(specs), metrics, job_columns(tiers))
+
+
+def run_sweep(
+    config: SweepConfig,
+    out: str | Path,
+    *,
+    backend: str = "ray",
+    address: str | None = None,
+    with_jobs: bool = False,
+    force: bool = False,
+    retry_failed: bool = False,
+    max_cells: int | None = None,
+    progress: bool = True,
+    on_batch: Callable[[int], None] | None = None,
+) -> SweepOutcome:
+    """Run the cells of ``config`` that the store under ``out`` lacks.
+
+    Args:
+        config: The sweep.
+        out: Results folder; the sweep writes ``out/NAME``.
+        backend: ``ray``, ``process`` or ``serial``.
+        address: Ray cluster address (``ray`` only).
+        with_jobs: Also store per-job records.
+        force: Recompute every cell (readers keep the newest row).
+        retry_failed: Recompute cells stored as failed.
+        max_cells: Compute at most this many cells in this run.
+        progress: Show a progress bar.
+        on_batch: Called with the number of cells stored so far after each batch (for tests).
+    """
+    started = time.perf_counter()
+    cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed)
+    stored_before = len(cells) - len(todo)
+    if max_cells is not None:
+        todo = todo[:max_cells]
+    _prepare(store, config, cells)
+    computed = 0
+    waited = 0.0
+    startup = 0.0
+    if todo:
+        before = time.perf_counter()
+        runner = make_backend(backend, address=address)
+        startup = time.perf_counter() - before
+        bar = _progress(len(todo), progress)
+        try:
+            queue = [task_for(cell, config.name) for cell in todo]
+            durations: list[float] = []
+            batch_id = 0
+            failures = 0
+            while queue or runner.pending():
+                while queue and runner.pending() < 2 * runner.workers:
+                    size = _batch_size(durations, len(queue), runner.workers)
+                    runner.submit(batch_id, queue[:size], with_jobs)
+                    del queue[:size]
+                    batch_id += 1
+                before = time.perf_counter()
+                finished = runner.wait()
+                waited += time.perf_counter() - before
+                for _, outcomes in finished:
+                    store.write(outcomes)
+                    computed += len(outcomes)
+                    failures += sum(o["row"]["status"] != "ok" for o in outcomes)
+                    durations.extend(o["row"]["wall_seconds"] for o in outcomes)
+                    if bar is not None:
+                        bar.update(len(outcomes))
+                        bar.set_postfix(failed=failures, refresh=False)
+                    if on_batch is not None:
+                        on_batch(computed)
+        except BaseException:
+            runner.cancel()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            before = time.perf_counter()
+            runner.close()
+            startup += time.perf_counter() - before  # teardown counts with start-up
+    stored = store.stored_ids()
+    failed = sum(1 for c in cells if stored.get(c.cell_id) == "failed")
+    elapsed = time.perf_counter() - started
+    return SweepOutcome(
+        cells, stored_before, computed, failed, elapsed, elapsed - waited - startup, store.root, backend, {"startup_seconds": startup}
+    )
+
+
+def _batch_size(durations: list[float], remaining: int, workers: int) -> int:
+    if not durations:
+        return 1
+    typical = statistics.median(durations[-50:])
+    size = int(BATCH_SECONDS / typical) if typical > 0 else 64
+    size = max(1, min(size, 64, math.ceil(remaining / workers)))
+    return size
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="cell", desc="cells", dynamic_ncols=True)

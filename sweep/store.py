@@ -1,0 +1,250 @@
+"""The Parquet result store of a sweep: ``OUT/NAME/runs/`` and ``OUT/NAME/jobs/``.
+
+* ``runs/``: one row per cell (see :func:`sweep.batch.run_batch` for the columns).
+* ``jobs/``: per-job records keyed by ``cell_id`` (only with ``--jobs``).
+* ``manifest.json``: the sweep config, the column schema, versions and timestamps.
+
+Only the driver writes. Each completed batch becomes one new file per table, written under a
+temporary name and renamed into place, with its rows sorted by cell index, so a reader never
+sees a partial file and an interrupted sweep loses only the cells in flight. Every file of a
+sweep shares one schema, fixed from the sweep's cells when the sweep starts (missing columns
+are nulls), so ``pandas.read_parquet(OUT/NAME/runs)`` and ``pyarrow.dataset`` read the
+folder as one table. The config is also stored in each file's schema metadata.
+A cell recomputed with ``--force`` gets a newer row; readers keep the newest row of a cell
+(:func:`read_table`), and :func:`compact` rewrites the folder without the older ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+__all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types"]
+
+_FIXED = [
+    ("cell_id", pa.string()),
+    ("cell_index", pa.int64()),
+    ("sweep", pa.string()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("wall_seconds", pa.float64()),
+    ("model_version", pa.string()),
+    ("package_version", pa.string()),
+    ("seed", pa.int64()),
+    ("replicate", pa.int64()),
+    ("host", pa.string()),
+    ("written_at", pa.timestamp("us", tz="UTC")),
+]
+_INT_METRICS = {"jobs", "dropped"}
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def spec_column_types(specs: Iterable[Mapping[str, Any]]) -> dict[str, pa.DataType]:
+    """Arrow types of flattened spec columns over ``specs`` (dotted key -> type).
+
+    A column whose values are all booleans, all integers, all numbers or all strings gets that
+    type; anything else (lists, mixtures such as ``adaptive`` and ``10.0``) is stored as text.
+    """
+    values: dict[str, list[Any]] = {}
+    for spec in specs:
+        for key, value in spec.items():
+            values.setdefault(key, [])
+            if value is not None:
+                values[key].append(value)
+    types: dict[str, pa.DataType] = {}
+    for key, seen in values.items():
+        if seen and all(isinstance(v, bool) for v in seen):
+            types[key] = pa.bool_()
+        elif seen and all(isinstance(v, int) and not isinstance(v, bool) for v in seen):
+            types[key] = pa.int64()
+        elif seen and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
+            types[key] = pa.float64()
+        else:
+            types[key] = pa.string()
+    return types
+
+
+def _to_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True, default=_json_default)
+    return str(value)
+
+
+class Store:
+    """The folder of one sweep's results.
+
+    Args:
+        root: ``OUT/NAME``.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.runs = self.root / "runs"
+        self.jobs = self.root / "jobs"
+
+    # -- writing -----------------------------------------------------------------------------
+    def prepare(
+        self,
+        config: Mapping[str, Any],
+        spec_types: Mapping[str, pa.DataType],
+        metric_names: Sequence[str],
+        job_columns: Sequence[str],
+    ) -> None:
+        """Create the folders and fix this sweep's schemas; record the manifest."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        fields = [pa.field(name, kind) for name, kind in _FIXED]
+        fields += [pa.field(name, kind) for name, kind in sorted(spec_types.items())]
+        fields += [
+            pa.field(name, pa.int64() if name in _INT_METRICS or name.startswith("report.") else pa.float64())
+            for name in sorted(metric_names)
+        ]
+        metadata = {b"tiersweep.config": json.dumps(config, sort_keys=True, default=_json_default).encode()}
+        self.schema = pa.schema(fields, metadata=metadata)
+        self._spec_types = dict(spec_types)
+        job_fields = [pa.field("cell_id", pa.string())]
+        job_fields += [
+            pa.field(name, pa.int64() if name in ("job_id", "size", "migrations") else pa.float64()) for name in job_columns
+        ]
+        job_fields.append(pa.field("written_at", pa.timestamp("us", tz="UTC")))
+        self.job_schema = pa.schema(job_fields, metadata=metadata)
+        manifest = {
+            "config": config,
+            "schema": {field.name: str(field.type) for field in self.schema},
+            "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        }
+        self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2, default=_json_default).encode())
+
+    def write(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
+        """Write one batch: a runs file, and a jobs file when any outcome carries jobs."""
+        now = dt.datetime.now(dt.timezone.utc)
+        rows = sorted((o["row"] for o in outcomes), key=lambda r: r["cell_index"])
+        columns: dict[str, list[Any]] = {field.name: [] for field in self.schema}
+        for row in rows:
+            for field in self.schema:
+                value = row.get(field.name)
+                if field.name == "written_at":
+                    value = now
+                elif pa.types.is_string(field.type) and field.name in self._spec_types:
+                    value = _to_text(value)
+                elif isinstance(value, float) and math.isnan(value) and pa.types.is_integer(field.type):
+                    value = None
+                columns[field.name].append(value)
+        extra = sorted({key for row in rows for key in row} - set(columns))
+        if extra:
+            raise ValueError(f"result columns not in the sweep's schema: {extra}")
+        table = pa.table(columns, schema=self.schema)
+        self._write_table(self.runs, table)
+        with_jobs = [o["jobs"] for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"]) if o["jobs"] is not None]
+        if with_jobs:
+            count = sum(len(jobs["job_id"]) for jobs in with_jobs)
+            merged = {}
+            for field in self.job_schema:
+                if field.name == "written_at":
+                    merged[field.name] = pa.array([now] * count, field.type)
+                    continue
+                parts = [
+                    jobs[field.name] if field.name in jobs else np.full(len(jobs["job_id"]), np.nan)
+                    for jobs in with_jobs
+                ]
+                merged[field.name] = pa.array(np.concatenate(parts), field.type, from_pandas=True)
+            self._write_table(self.jobs, pa.table(merged, schema=self.job_schema))
+
+    def _write_table(self, folder: Path, table: pa.Table) -> None:
+        name = f"part-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
+        tmp = folder / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, folder / name)
+
+    @staticmethod
+    def _write_bytes(path: Path, data: bytes) -> None:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    # -- reading -----------------------------------------------------------------------------
+    def stored_ids(self) -> dict[str, str]:
+        """cell_id -> status of every cell already stored (newest row wins)."""
+        files = _parts(self.runs)
+        if not files:
+            return {}
+        table = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "status", "written_at"])
+        order = np.argsort(table.column("written_at").to_numpy(), kind="stable")
+        ids = table.column("cell_id").to_numpy(zero_copy_only=False)[order]
+        status = table.column("status").to_numpy(zero_copy_only=False)[order]
+        return dict(zip(ids.tolist(), status.tolist()))
+
+
+def _parts(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(str(p) for p in folder.glob("part-*.parquet"))
+
+
+def read_table(folder: str | Path, *, latest_only: bool = True) -> pa.Table:
+    """All part files of ``folder`` as one table (schemas unified; missing columns null).
+
+    For ``runs``, ``latest_only`` keeps the newest row of each cell.
+    """
+    files = _parts(Path(folder))
+    if not files:
+        return pa.table({})
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    table = ds.dataset(files, schema=schema, format="parquet").to_table()
+    if latest_only and "written_at" in table.column_names and table.num_rows:
+        frame = table.select(["cell_id", "written_at"]).to_pandas()
+        frame["row"] = np.arange(len(frame))
+        keep = frame.sort_values(["written_at", "row"]).drop_duplicates("cell_id", keep="last")["row"]
+        table = table.take(pa.array(np.sort(keep.to_numpy())))
+        table = table.sort_by("cell_index")
+    return table
+
+
+def read_jobs(root: str | Path) -> pa.Table:
+    """The per-job records of ``root/jobs``, only those of each cell's newest run."""
+    jobs = read_table(Path(root) / "jobs", latest_only=False)
+    if not jobs.num_rows:
+        return jobs
+    runs = read_table(Path(root) / "runs").select(["cell_id", "written_at"])
+    keys = {(c, w) for c, w in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())}
+    mask = [(c, w) in keys for c, w in zip(jobs.column("cell_id").to_pylist(), jobs.column("written_at").to_pylist())]
+    return jobs.filter(pa.array(mask))
+
+
+def compact(root: str | Path) -> tuple[int, int]:
+    """Merge the part files of ``root/runs`` (newest row per cell) and ``root/jobs`` (the jobs
+    of those rows) into one file each; return the number of files before and after."""
+    root = Path(root)
+    before = len(_parts(root / "runs")) + len(_parts(root / "jobs"))
+    tables = {"runs": read_table(root / "runs"), "jobs": read_jobs(root)}
+    after = 0
+    for name, table in tables.items():
+        folder = root / name
+        files = _parts(folder)
+        if len(files) <= 1:
+            after += len(files)
+            continue
+        Store(root)._write_table(folder, table)
+        for f in files:
+            os.remove(f)
+        after += 1
+    return before, after

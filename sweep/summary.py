@@ -1,0 +1,46 @@
+"""The summary table printed at the end of a sweep: main metrics per grid point, over seeds."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .cells import Cell
+from .store import read_table
+
+__all__ = ["summary_frame", "format_summary"]
+
+
+def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str]):
+    """A DataFrame with one row per grid point: the axis values, ``seeds`` (ok rows),
+    ``failed``, and the mean of each metric over seeds."""
+    import pandas as pd
+
+    table = read_table(runs_folder)
+    if not table.num_rows:
+        return pd.DataFrame()
+    runs = table.to_pandas()
+    ids = {c.cell_id for c in cells}
+    runs = runs[runs["cell_id"].isin(ids)]
+    axes = list(dict.fromkeys(key for c in cells for key in c.point))
+    if not axes:
+        runs = runs.assign(_all="all")
+        axes = ["_all"]
+    for axis in axes:
+        runs[axis] = runs[axis].astype(str) if runs[axis].dtype == object else runs[axis]
+    ok = runs[runs["status"] == "ok"]
+    present = [m for m in metrics if m in ok.columns]
+    grouped = ok.groupby(axes, sort=False, dropna=False)[present].mean()
+    grouped.insert(0, "seeds", ok.groupby(axes, sort=False, dropna=False).size())
+    failed = runs[runs["status"] != "ok"].groupby(axes, sort=False, dropna=False).size()
+    grouped.insert(1, "failed", failed.reindex(grouped.index, fill_value=0))
+    order = {tuple(str(c.point.get(a, "all")) for a in axes): i for i, c in reversed(list(enumerate(cells)))}
+    frame = grouped.reset_index()
+    key = frame[axes].astype(str).apply(tuple, axis=1).map(order)
+    return frame.assign(_order=key).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def format_summary(frame) -> str:
+    """The frame as an aligned text table."""
+    if frame.empty:
+        return "(no results)"
+    return frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")

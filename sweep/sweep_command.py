@@ -1,0 +1,69 @@
+"""``tiersweep sweep`` and ``tiersweep compact``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import load_sweep_config
+from .driver import SUMMARY_METRICS, plan, run_sweep
+from .store import compact
+from .summary import format_summary, summary_frame
+
+__all__ = ["sweep_command", "compact_command"]
+
+
+def sweep_command(
+    config_path: str,
+    *,
+    out: str,
+    backend: str,
+    address: str | None,
+    with_jobs: bool,
+    force: bool,
+    retry_failed: bool,
+    max_cells: int | None,
+    dry_run: bool,
+) -> int:
+    """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed."""
+    config = load_sweep_config(config_path)
+    if dry_run:
+        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed)
+        pending = {c.cell_id for c in todo}
+        print(f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute")
+        for cell in cells:
+            point = ", ".join(f"{k}={v}" for k, v in cell.point.items())
+            state = "todo" if cell.cell_id in pending else "stored"
+            print(f"  {cell.index:>5}  {cell.cell_id}  seed={cell.seed:<10}  {state:<6}  {point}")
+        return 0
+    outcome = run_sweep(
+        config,
+        out,
+        backend=backend,
+        address=address,
+        with_jobs=with_jobs,
+        force=force,
+        retry_failed=retry_failed,
+        max_cells=max_cells,
+    )
+    frame = summary_frame(outcome.cells, str(outcome.store / "runs"), SUMMARY_METRICS)
+    print(format_summary(frame))
+    print(
+        f"\nsweep {config.name}: {len(outcome.cells)} cells; {outcome.computed} computed now "
+        f"({outcome.elapsed_seconds:.1f} s on {outcome.backend}), {outcome.stored_before} already stored, "
+        f"{outcome.failed} failed"
+    )
+    if outcome.computed:
+        print(f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s")
+    runs = Path(outcome.store) / "runs"
+    print(f"results: {runs} (Parquet: pandas.read_parquet('{runs}'))")
+    if outcome.failed:
+        print(f"{outcome.failed} cell(s) failed: see the 'error' column of their rows")
+        return 1
+    return 0
+
+
+def compact_command(root: str) -> int:
+    """Merge a sweep's part files."""
+    before, after = compact(root)
+    print(f"{root}: {before} files -> {after}")
+    return 0
