@@ -24,7 +24,15 @@ from core.workloads.cpu import annotate_cpu
 from core.workloads.rules import jobs_from_records
 from core.workloads.swf import header_int, read_swf
 
-__all__ = ["BENCH_TRACES", "bench_command"]
+__all__ = ["BENCH_TRACES", "bench_command", "sweep_bench_command", "SWEEP_BENCH_CONFIG"]
+
+#: The sweep benchmark: 40 cells of about a second each.
+SWEEP_BENCH_CONFIG = {
+    "name": "bench",
+    "base": {"workload": {"model": "feitelson96", "jobs": 10000}, "platform": {"tiers": 2}},
+    "grid": {"policy.name": ["amcbf", "cmcbf"], "workload.load": [0.5, 0.6, 0.7, 0.8, 0.9]},
+    "seeds": 4,
+}
 
 #: The logs benchmarked, smallest first.
 BENCH_TRACES = (
@@ -93,4 +101,29 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
             print(f"{'':<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}")
     whole = min(_time_whole_process(folder / BENCH_TRACES[0]) for _ in range(repeat))
     print(f"\n`tiersweep run` of easy on {BENCH_TRACES[0].removesuffix('.swf.gz')}, whole process: {whole:.3f} s")
+    return 0
+
+
+def sweep_bench_command(backends: list[str]) -> int:
+    """Run the 40-cell benchmark sweep on each backend (fresh store each) and print wall time,
+    speed-up over the first backend, driver overhead per cell and backend start-up."""
+    from .config import parse_sweep_config
+    from .driver import run_sweep
+
+    config = parse_sweep_config(SWEEP_BENCH_CONFIG)
+    print(f"sweep benchmark: {SWEEP_BENCH_CONFIG['grid']} x {SWEEP_BENCH_CONFIG['seeds']} seeds; {os.cpu_count()} cpus\n")
+    print(f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} {'overhead ms/cell':>17} {'start+stop s':>13}")
+    first = None
+    for backend in backends:
+        with tempfile.TemporaryDirectory() as out:
+            outcome = run_sweep(config, out, backend=backend, progress=False)
+            from .store import read_table
+
+            cell_seconds = sum(read_table(outcome.store / "runs").column("wall_seconds").to_pylist())
+        first = first or outcome.elapsed_seconds
+        print(
+            f"{backend:<9} {outcome.computed:>6} {outcome.elapsed_seconds:>8.1f} {cell_seconds:>8.1f} "
+            f"{first / outcome.elapsed_seconds:>8.2f}x {outcome.overhead_per_cell_ms:>17.1f} "
+            f"{outcome.extra['startup_seconds']:>13.1f}"
+        )
     return 0

@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--traces", default="../shared/traces", help="folder holding the logs [%(default)s]")
     bench.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is shown [%(default)s]")
     bench.add_argument("--quick", action="store_true", help="KTH-SP2 only")
+    bench.add_argument(
+        "--sweep",
+        nargs="*",
+        metavar="BACKEND",
+        help="instead: time a 40-cell sweep (about 1 s per cell) on these backends [serial ray]",
+    )
     return parser
 
 
@@ -195,8 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             return describe_command(args.path, args.overrides, args.json, args.plot)
         if args.command == "bench":
-            from .bench import bench_command
+            from .bench import bench_command, sweep_bench_command
 
+            if args.sweep is not None:
+                return sweep_bench_command(args.sweep or ["serial", "ray"])
             return bench_command(args.traces, args.repeat, args.quick)
     except TiersweepError as error:
         print(f"tiersweep: error: {error}", file=sys.stderr)
