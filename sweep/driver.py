@@ -1,15 +1,7 @@
-"""The sweep driver: expand, skip what is stored, run the rest on a backend, store, summarise.
-
-Only the driver writes the store. It keeps a bounded number of batches in flight (two per
-worker), sizes batches to about ``BATCH_SECONDS`` of work from the cells finished so far (one
-cell per batch until it knows), writes every finished batch at once, and on interruption
-abandons only the batches in flight.
-"""
+"""The sweep driver: expand, skip what is stored, run the rest (:class:`CellRunner`), summarise."""
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +11,13 @@ from core.metrics import job_columns, metric_names
 from core.simulate import RUN_EXTRA_METRICS
 from core.workloads.rules import WorkloadReport
 
-from .backends import make_backend
-from .batch import task_for
 from .cells import Cell, flatten
 from .config import SweepConfig, expand
+from .runner import BATCH_SECONDS, CellRunner, _batch_size  # noqa: F401 (_batch_size: tests)
 from .store import Store, spec_column_types
 
 __all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
 
-#: Target seconds of work per batch: long enough to amortise dispatch, short enough that an
-#: interruption loses little.
-BATCH_SECONDS = 3.0
 #: Metrics in the final summary table.
 SUMMARY_METRICS = ("mean_wait", "mean_bsld", "utilization", "migrations_per_job")
 
@@ -115,62 +103,45 @@ def run_sweep(
     if max_cells is not None:
         todo = todo[:max_cells]
     _prepare(store, config, cells)
-    computed = 0
-    waited = 0.0
-    startup = 0.0
-    if todo:
-        before = time.perf_counter()
-        runner = make_backend(backend, address=address)
-        startup = time.perf_counter() - before
-        bar = _progress(len(todo), progress)
-        try:
-            queue = [task_for(cell, config.name) for cell in todo]
-            durations: list[float] = []
-            batch_id = 0
-            failures = 0
-            while queue or runner.pending():
-                while queue and runner.pending() < 2 * runner.workers:
-                    size = _batch_size(durations, len(queue), runner.workers)
-                    runner.submit(batch_id, queue[:size], with_jobs)
-                    del queue[:size]
-                    batch_id += 1
-                before = time.perf_counter()
-                finished = runner.wait()
-                waited += time.perf_counter() - before
-                for _, outcomes in finished:
-                    store.write(outcomes)
-                    computed += len(outcomes)
-                    failures += sum(o["row"]["status"] != "ok" for o in outcomes)
-                    durations.extend(o["row"]["wall_seconds"] for o in outcomes)
-                    if bar is not None:
-                        bar.update(len(outcomes))
-                        bar.set_postfix(failed=failures, refresh=False)
-                    if on_batch is not None:
-                        on_batch(computed)
-        except BaseException:
-            runner.cancel()
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
-            before = time.perf_counter()
-            runner.close()
-            startup += time.perf_counter() - before  # teardown counts with start-up
+    bar = _progress(len(todo), progress) if todo else None
+    failures = 0
+
+    def advance(outcomes: list[dict[str, Any]]) -> None:
+        nonlocal failures
+        failures += sum(o["row"]["status"] != "ok" for o in outcomes)
+        if bar is not None:
+            bar.update(len(outcomes))
+            bar.set_postfix(failed=failures, refresh=False)
+        if on_batch is not None:
+            on_batch(runner.computed)
+
+    runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
+    runner.submit(todo)
+    try:
+        while runner.busy:
+            runner.step()
+    except BaseException:
+        runner.cancel()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        runner.close()
     stored = store.stored_ids()
     failed = sum(1 for c in cells if stored.get(c.cell_id) == "failed")
     elapsed = time.perf_counter() - started
+    driver = elapsed - runner.waited_seconds - runner.startup_seconds
     return SweepOutcome(
-        cells, stored_before, computed, failed, elapsed, elapsed - waited - startup, store.root, backend, {"startup_seconds": startup}
+        cells,
+        stored_before,
+        runner.computed,
+        failed,
+        elapsed,
+        driver,
+        store.root,
+        backend,
+        {"startup_seconds": runner.startup_seconds},
     )
-
-
-def _batch_size(durations: list[float], remaining: int, workers: int) -> int:
-    if not durations:
-        return 1
-    typical = statistics.median(durations[-50:])
-    size = int(BATCH_SECONDS / typical) if typical > 0 else 64
-    size = max(1, min(size, 64, math.ceil(remaining / workers)))
-    return size
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -1,0 +1,130 @@
+"""Running cells on a backend and storing their rows: the engine room of sweeps and tuning.
+
+A :class:`CellRunner` takes cells in any order (:meth:`submit`), keeps a bounded number of
+batches in flight (two per worker), sizes batches to about ``BATCH_SECONDS`` of work from the
+cells finished so far (one cell per batch until it knows), writes every finished batch to the
+store at once, and hands the outcomes back (:meth:`step`). Only the driver process that owns
+the runner writes. On interruption it abandons the batches in flight and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any, Callable, Sequence
+
+from .backends import Backend, make_backend
+from .batch import task_for
+from .cells import Cell
+from .store import Store
+
+__all__ = ["CellRunner", "BATCH_SECONDS"]
+
+#: Target seconds of work per batch: long enough to amortise dispatch, short enough that an
+#: interruption loses little.
+BATCH_SECONDS = 3.0
+
+
+def _batch_size(durations: list[float], remaining: int, workers: int) -> int:
+    if not durations:
+        return 1
+    typical = statistics.median(durations[-50:])
+    size = int(BATCH_SECONDS / typical) if typical > 0 else 64
+    return max(1, min(size, 64, math.ceil(remaining / workers)))
+
+
+class CellRunner:
+    """Runs cells on a backend (started on first use) and writes their rows to ``store``.
+
+    Args:
+        store: A prepared store.
+        sweep: The sweep (or study) name written in each row.
+        backend: ``ray``, ``process`` or ``serial``.
+        address: Ray cluster address.
+        with_jobs: Also store per-job records.
+        on_outcomes: Called with each finished batch's outcomes after it is stored.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        sweep: str,
+        *,
+        backend: str = "ray",
+        address: str | None = None,
+        with_jobs: bool = False,
+        on_outcomes: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.sweep = sweep
+        self.backend_name = backend
+        self.address = address
+        self.with_jobs = with_jobs
+        self.on_outcomes = on_outcomes
+        self._backend: Backend | None = None
+        self._queue: list[dict[str, Any]] = []
+        self._durations: list[float] = []
+        self._batch_id = 0
+        #: Seconds spent starting and stopping the backend.
+        self.startup_seconds = 0.0
+        #: Seconds spent blocked waiting for workers.
+        self.waited_seconds = 0.0
+        #: Cells computed and stored.
+        self.computed = 0
+
+    @property
+    def workers(self) -> int:
+        """Batches that can run at once (starts the backend)."""
+        return self._start().workers
+
+    def _start(self) -> Backend:
+        if self._backend is None:
+            before = time.perf_counter()
+            self._backend = make_backend(self.backend_name, address=self.address)
+            self.startup_seconds += time.perf_counter() - before
+        return self._backend
+
+    def submit(self, cells: Sequence[Cell]) -> None:
+        """Queue cells to compute."""
+        self._queue.extend(task_for(cell, self.sweep) for cell in cells)
+
+    @property
+    def busy(self) -> bool:
+        """Whether cells are queued or in flight."""
+        return bool(self._queue) or (self._backend is not None and self._backend.pending() > 0)
+
+    def step(self) -> list[dict[str, Any]]:
+        """Dispatch queued cells, wait for at least one batch, store it; return its outcomes."""
+        backend = self._start()
+        while self._queue and backend.pending() < 2 * backend.workers:
+            size = _batch_size(self._durations, len(self._queue), backend.workers)
+            backend.submit(self._batch_id, self._queue[:size], self.with_jobs)
+            del self._queue[:size]
+            self._batch_id += 1
+        before = time.perf_counter()
+        finished = backend.wait()
+        self.waited_seconds += time.perf_counter() - before
+        done: list[dict[str, Any]] = []
+        for _, outcomes in finished:
+            self.store.write(outcomes)
+            self.computed += len(outcomes)
+            self._durations.extend(o["row"]["wall_seconds"] for o in outcomes)
+            if self.on_outcomes is not None:
+                self.on_outcomes(outcomes)
+            done.extend(outcomes)
+        return done
+
+    def cancel(self) -> None:
+        """Abandon queued and in-flight cells."""
+        self._queue.clear()
+        if self._backend is not None:
+            self._backend.cancel()
+
+    def close(self) -> None:
+        """Stop the backend."""
+        if self._backend is not None:
+            before = time.perf_counter()
+            self._backend.close()
+            self.startup_seconds += time.perf_counter() - before
+            self._backend = None
