@@ -98,6 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--max-cells", type=int, metavar="N", help="compute at most N cells in this run")
     sweep.add_argument("--dry-run", action="store_true", help="list the cells and which are stored; compute nothing")
 
+    tune = sub.add_parser(
+        "tune",
+        help="tune policy thresholds (or any numeric spec key) with Optuna",
+        description="Run or continue an Optuna study over spec keys of a tuning config; each trial's cells "
+        "(seeds x variants) run as sweep cells on the backend and are stored like a sweep's. Prints the best "
+        "parameters (or the Pareto front) beside the default-parameter baseline; writes OUT/NAME/trials and plots.",
+    )
+    tune.add_argument("config", metavar="CONFIG.yaml", help="the tuning config")
+    tune.add_argument("--out", default="results", help="results folder [%(default)s]")
+    tune.add_argument("--trials", type=int, help="finished trials to reach [the config's]")
+    tune.add_argument("--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]")
+    tune.add_argument("--backend", choices=["ray", "process", "serial"], default="ray", help="where cells run [%(default)s]")
+    tune.add_argument("--address", help="an existing Ray cluster")
+    tune.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
     compact_parser = sub.add_parser(
         "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
     )
@@ -179,6 +194,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 retry_failed=args.retry_failed,
                 max_cells=args.max_cells,
                 dry_run=args.dry_run,
+            )
+        if args.command == "tune":
+            from .tune_command import tune_command
+
+            return tune_command(
+                args.config,
+                out=args.out,
+                trials=args.trials,
+                storage=args.storage,
+                backend=args.backend,
+                address=args.address,
+                plots=not args.no_plots,
             )
         if args.command == "compact":
             from .sweep_command import compact_command

@@ -1,0 +1,309 @@
+"""Threshold tuning with Optuna, ask-and-tell, on the sweep machinery.
+
+Each trial is a set of parameter values; its cells (one per seed and spec variant) run as sweep
+cells through a :class:`CellRunner` on any backend, several trials in flight at once, and go
+through the same Parquet store, so a cell already computed (by this study, an earlier run of
+it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
+trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
+ids are kept as trial attributes. A trial with a failed cell is told as failed and the study
+goes on. The study lives in an Optuna storage (an SQLite file next to the results by default,
+or any storage URL, ``journal:PATH`` for a journal file); re-running continues it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import TiersweepError
+from core.metrics import job_columns, metric_names
+from core.simulate import RUN_EXTRA_METRICS
+from core.workloads.rules import WorkloadReport
+
+from .cells import Cell, cell_id, flatten
+from .runner import CellRunner
+from .store import Store, read_table, spec_column_types
+from .tune_config import TuneConfig, _corners, trial_spec
+
+__all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage"]
+
+
+@dataclass
+class TuneOutcome:
+    """What a tuning run produced.
+
+    Attributes:
+        study: The Optuna study.
+        best: The best trial (single objective) or the Pareto front (several).
+        baseline: Per objective, ``(mean, spread)`` with the parameters at their spec defaults,
+            over the same seeds and variants.
+        computed: Cells computed by this run; reused: cells taken from the store.
+        root: The results folder.
+    """
+
+    study: Any
+    best: list[Any]
+    baseline: dict[str, tuple[float, float]]
+    baseline_params: dict[str, Any]
+    computed: int
+    reused: int
+    root: Path
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def storage_url(config: TuneConfig, root: Path, override: str | None = None) -> str:
+    """The study's storage: ``override``, the config's, or ``sqlite:///ROOT/study.db``."""
+    url = override or config.storage
+    return url or f"sqlite:///{(root / 'study.db').resolve()}"
+
+
+def make_storage(url: str) -> Any:
+    """An Optuna storage for ``url`` (``journal:PATH`` for a journal file)."""
+    if url.startswith("journal:"):
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        return JournalStorage(JournalFileBackend(url[len("journal:") :]))
+    return url
+
+
+def _sampler(config: TuneConfig) -> Any:
+    import optuna
+
+    seed = config.sampler_seed
+    if config.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if config.sampler == "grid":
+        space = {p.key: list(p.choices) for p in config.params}
+        return optuna.samplers.GridSampler(space, seed=seed)
+    if config.sampler == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, multivariate=True) if len(config.objectives) == 1 else optuna.samplers.TPESampler(seed=seed)
+
+
+class _Trials:
+    """Cells of each trial, and the rows known so far (from the store or just computed)."""
+
+    def __init__(self, config: TuneConfig, known: dict[str, dict[str, Any]]) -> None:
+        self.config = config
+        self.known = known
+        self.next_index = 0
+        self.pending: dict[int, tuple[Any, list[str]]] = {}  # trial number -> (trial, cell ids)
+        self.submitted: set[str] = set()
+        self.reused = 0
+
+    def cells(self, values: Mapping[str, Any]) -> list[Cell]:
+        cells = []
+        for variant in self.config.variants:
+            for replicate, seed in enumerate(self.config.seeds):
+                spec = trial_spec(self.config, values, variant, seed)
+                cells.append(Cell(self.next_index, cell_id(spec), spec, {**variant, **values}, replicate))
+                self.next_index += 1
+        return cells
+
+    def add(self, trial: Any, cells: list[Cell]) -> list[Cell]:
+        """Register a trial; return the cells that must be computed."""
+        ids = [c.cell_id for c in cells]
+        self.pending[trial.number] = (trial, ids)
+        todo = []
+        for cell in cells:
+            if cell.cell_id in self.known:
+                self.reused += 1
+            elif cell.cell_id not in self.submitted:
+                self.submitted.add(cell.cell_id)
+                todo.append(cell)
+        return todo
+
+    def record(self, outcomes: list[dict[str, Any]]) -> None:
+        for outcome in outcomes:
+            self.known[outcome["row"]["cell_id"]] = outcome["row"]
+
+    def ready(self) -> list[tuple[Any, list[dict[str, Any]]]]:
+        """Trials whose every cell is known, removed from the pending set."""
+        done = []
+        for number, (trial, ids) in list(self.pending.items()):
+            if all(i in self.known for i in ids):
+                del self.pending[number]
+                done.append((trial, [self.known[i] for i in ids]))
+        return done
+
+
+def _evaluate(config: TuneConfig, rows: list[Mapping[str, Any]]) -> tuple[list[float] | None, dict[str, Any]]:
+    """Objective values (mean over cells) and attributes; None when a cell failed."""
+    failed = [r for r in rows if r.get("status") != "ok"]
+    attrs: dict[str, Any] = {"cell_ids": [r["cell_id"] for r in rows]}
+    if failed:
+        attrs["error"] = str(failed[0].get("error"))
+        return None, attrs
+    values = []
+    for metric, _ in config.objectives:
+        samples = [float(r[metric]) for r in rows]
+        if any(math.isnan(v) for v in samples):
+            attrs["error"] = f"{metric} is nan in a cell"
+            return None, attrs
+        values.append(statistics.fmean(samples))
+        attrs[f"spread.{metric}"] = statistics.pstdev(samples) if len(samples) > 1 else 0.0
+    return values, attrs
+
+
+def _defaults(config: TuneConfig) -> dict[str, Any]:
+    """Each tuned key's value in the base spec once defaults are filled in."""
+    spec = flatten(trial_spec(config, {}, config.variants[0], config.seeds[0]))
+    return {p.key: spec.get(p.key) for p in config.params}
+
+
+def _in_space(config: TuneConfig, values: Mapping[str, Any]) -> bool:
+    for param in config.params:
+        value = values.get(param.key)
+        if param.kind == "categorical":
+            if value not in param.choices:
+                return False
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not param.low <= value <= param.high:
+            return False
+    return True
+
+
+def _prepare_store(store: Store, config: TuneConfig) -> None:
+    specs = []
+    for values in _corners(config.params):
+        for variant in config.variants:
+            spec = trial_spec(config, values, variant, config.seeds[0])
+            specs.append({k: v for k, v in flatten(spec).items() if k != "seed"})
+    tiers = max(int(s.get("platform.tiers") or 1) for s in specs)
+    metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS, *(f"report.{k}" for k in WorkloadReport().as_dict())]
+    store.prepare(config.raw, spec_column_types(specs), metrics, job_columns(tiers))
+
+
+def run_tuning(
+    config: TuneConfig,
+    out: str | Path,
+    *,
+    backend: str = "ray",
+    address: str | None = None,
+    trials: int | None = None,
+    storage: str | None = None,
+    progress: bool = True,
+) -> TuneOutcome:
+    """Run (or continue) the study of ``config`` until it has ``trials`` finished trials."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    root = Path(out) / config.name
+    store = Store(root)
+    _prepare_store(store, config)
+    known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
+    url = storage_url(config, root, storage)
+    directions = config.directions
+    try:
+        study = optuna.create_study(
+            study_name=config.study_name,
+            storage=make_storage(url),
+            sampler=_sampler(config),
+            directions=directions,
+            load_if_exists=True,
+        )
+    except ValueError as error:
+        raise TiersweepError(f"study {config.study_name!r} in {url}: {error}") from None
+    if [d.name.lower() for d in study.directions] != directions:
+        raise TiersweepError(
+            f"study {config.study_name!r} in {url} optimises {[d.name.lower() for d in study.directions]}, "
+            f"this config {directions}: use another study name"
+        )
+    target = trials or config.trials
+    distributions = {p.key: p.distribution() for p in config.params}
+    defaults = _defaults(config)
+    if not study.trials and _in_space(config, defaults):
+        study.enqueue_trial(defaults)  # the paper's values are always one of the trials
+    state = _Trials(config, known)
+    runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
+    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    done = sum(t.state in finished_states for t in study.trials)
+    # Trials left running by an interrupted run are evaluated now, under their own numbers.
+    for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        trial = optuna.trial.Trial(study, frozen._trial_id)
+        runner.submit(state.add(trial, state.cells(frozen.params)))
+    parallel = config.parallel
+    bar = None
+    if progress and target > done:
+        from tqdm import tqdm
+
+        bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
+    try:
+        while done + len(state.pending) < target or state.pending:
+            limit = parallel or (runner.workers if backend != "serial" else 1)
+            while done + len(state.pending) < target and len(state.pending) < limit:
+                trial = study.ask(distributions)
+                runner.submit(state.add(trial, state.cells(trial.params)))
+            for trial, rows in state.ready():
+                values, attrs = _evaluate(config, rows)
+                for key, value in attrs.items():
+                    trial.set_user_attr(key, value)
+                if values is None:
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                else:
+                    study.tell(trial, values if len(values) > 1 else values[0])
+                done += 1
+                if bar is not None:
+                    bar.update(1)
+            if state.pending and runner.busy:
+                runner.step()
+        baseline_cells = state.cells(defaults)
+        runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
+        while runner.busy:
+            runner.step()
+    except BaseException:
+        runner.cancel()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        runner.close()
+    values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
+    baseline = {}
+    for i, (metric, _) in enumerate(config.objectives):
+        samples = [float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"]
+        mean = values[i] if values is not None else math.nan
+        baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    best = (study.best_trials if len(directions) > 1 else [study.best_trial]) if complete else []
+    outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root)
+    outcome.files["trials"] = write_trials(study, config, root)
+    return outcome
+
+
+def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
+    """Write every trial to ``ROOT/trials/trials.parquet`` (replacing it): number, state, one
+    ``params.<key>`` column per parameter, one column per objective (the mean), its spread,
+    the cell ids (JSON), error and times."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for trial in study.trials:
+        row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
+        for param in config.params:
+            value = trial.params.get(param.key)
+            row[f"params.{param.key}"] = None if value is None else (str(value) if param.kind == "categorical" else float(value))
+        values = trial.values or [None] * len(config.objectives)
+        for (metric, _), value in zip(config.objectives, values):
+            row[metric] = value
+            row[f"spread.{metric}"] = trial.user_attrs.get(f"spread.{metric}")
+        row["cell_ids"] = json.dumps(trial.user_attrs.get("cell_ids", []))
+        row["error"] = trial.user_attrs.get("error")
+        row["datetime_start"] = trial.datetime_start
+        row["datetime_complete"] = trial.datetime_complete
+        rows.append(row)
+    folder = root / "trials"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "trials.parquet"
+    tmp = folder / f".trials.parquet.tmp-{os.getpid()}"
+    table = pa.Table.from_pylist(rows)
+    table = table.replace_schema_metadata({b"tiersweep.config": json.dumps(config.raw, sort_keys=True).encode()})
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,234 @@
+"""Tuning configs: a base spec, parameters with ranges, objectives, seeds, sampler and study.
+
+::
+
+    name: tune_smcbf
+    base: {workload: {model: feitelson96, jobs: 10000, load: 0.95},
+           platform: {tiers: 2}, policy: {name: smcbf}}
+    params:
+      policy.bg_threshold: {low: 0.5, high: 1.0}                # float
+      policy.xfactor_threshold: {low: 1, high: 100, log: true}  # float, log scale
+      policy.migration_cost: {low: 0, high: 600, type: int}     # integer
+      platform.tiers: {choices: [2, 3]}                         # categorical
+    objective: {mean_bsld: minimize}          # or several: {mean_bsld: minimize, utilization: maximize}
+    seeds: 2                                  # each trial averages over these seeds ...
+    variants: [{workload.load: 0.9}, {workload.load: 1.0}]   # ... and these spec variants
+    trials: 30
+    parallel: 2                               # trials in flight (default: the backend's workers)
+    sampler: {name: tpe, seed: 0}             # tpe | random | grid | cmaes
+    study: {name: tune_smcbf, storage: null}  # default: sqlite file next to the results
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import SpecError
+from core.metrics import metric_names
+from core.simulate import RUN_EXTRA_METRICS
+from core.spec import set_key, validate_spec
+
+from .config import _NAME
+from .cells import replicate_seed
+from .specfile import load_spec_file
+
+__all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "SAMPLERS"]
+
+_TOP_KEYS = ("name", "description", "base", "params", "objective", "seeds", "seed", "variants", "trials", "parallel", "sampler", "study")
+#: Samplers by config name.
+SAMPLERS = ("tpe", "random", "grid", "cmaes")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tuned spec key: a float or int range, or a list of choices."""
+
+    key: str
+    kind: str  # "float", "int" or "categorical"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+
+    def distribution(self) -> Any:
+        """The Optuna distribution of this parameter."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind == "float":
+            return FloatDistribution(self.low, self.high, log=self.log)
+        if self.kind == "int":
+            return IntDistribution(int(self.low), int(self.high), log=self.log)
+        return CategoricalDistribution(self.choices)
+
+    def extremes(self) -> list[Any]:
+        """Values that span the parameter (for checking and typing the spec)."""
+        return list(self.choices) if self.kind == "categorical" else [self.low, self.high]
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """A validated tuning config (see the module docstring)."""
+
+    name: str
+    base: dict[str, Any]
+    params: list[Param]
+    objectives: list[tuple[str, str]]  # (metric, "minimize" | "maximize")
+    seeds: list[int]
+    variants: list[dict[str, Any]]
+    trials: int
+    parallel: int | None
+    sampler: str
+    sampler_seed: int | None
+    study_name: str
+    storage: str | None
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def directions(self) -> list[str]:
+        """Optuna directions, one per objective."""
+        return [direction for _, direction in self.objectives]
+
+
+def load_tune_config(path: str | Path) -> TuneConfig:
+    """Read and validate a tuning config file (YAML, safe loader)."""
+    return parse_tune_config(load_spec_file(path))
+
+
+def _param(key: str, raw: Any) -> Param:
+    path = f"params.{key}"
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{path}: expected {{low: ..., high: ...}} or {{choices: [...]}}, got {raw!r}")
+    unknown = set(raw) - {"low", "high", "log", "type", "choices"}
+    if unknown:
+        raise SpecError(f"{path}.{sorted(unknown)[0]}: unknown key; valid keys: choices, high, log, low, type")
+    if "choices" in raw:
+        choices = raw["choices"]
+        if not isinstance(choices, list) or not choices:
+            raise SpecError(f"{path}.choices: expected a non-empty list, got {choices!r}")
+        return Param(key, "categorical", choices=tuple(choices))
+    low, high = raw.get("low"), raw.get("high")
+    for name, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SpecError(f"{path}.{name}: expected a number, got {value!r}")
+    if not low < high:
+        raise SpecError(f"{path}: expected low < high, got low={low}, high={high}")
+    kind = raw.get("type", "float")
+    if kind not in ("float", "int"):
+        raise SpecError(f"{path}.type: unknown value {kind!r}; valid choices: float, int")
+    log = raw.get("log", False)
+    if not isinstance(log, bool):
+        raise SpecError(f"{path}.log: expected true or false, got {log!r}")
+    if log and low <= 0:
+        raise SpecError(f"{path}: a log scale needs low > 0, got {low}")
+    if kind == "int" and (low != int(low) or high != int(high)):
+        raise SpecError(f"{path}: an int range needs whole bounds, got {low}..{high}")
+    return Param(key, kind, float(low), float(high), log)
+
+
+def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
+    """Validate a tuning config mapping; every trial spec the ranges can produce is checked at
+    the range ends before anything runs.
+
+    Raises:
+        SpecError: The message names the key path.
+    """
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"tuning config: expected a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in _TOP_KEYS:
+            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(_TOP_KEYS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
+    base = raw.get("base")
+    if not isinstance(base, Mapping):
+        raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
+    params_raw = raw.get("params")
+    if not isinstance(params_raw, Mapping) or not params_raw:
+        raise SpecError("params: expected a mapping of dotted spec keys to ranges or choices")
+    params = [_param(key, value) for key, value in params_raw.items()]
+    objective = raw.get("objective")
+    if isinstance(objective, str):
+        objective = {objective: "minimize"}
+    if not isinstance(objective, Mapping) or not objective:
+        raise SpecError("objective: expected {metric: minimize|maximize, ...}")
+    known = set(metric_names(8)) | set(RUN_EXTRA_METRICS)
+    objectives = []
+    for metric, direction in objective.items():
+        if metric not in known and not metric.startswith("tier"):
+            raise SpecError(f"objective.{metric}: unknown metric; valid metrics: {', '.join(sorted(known))}")
+        if direction not in ("minimize", "maximize"):
+            raise SpecError(f"objective.{metric}: expected minimize or maximize, got {direction!r}")
+        objectives.append((metric, direction))
+    sweep_seed = raw.get("seed", 0)
+    seeds = raw.get("seeds", [base.get("seed", 0)])
+    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds > 0:
+        seeds = [replicate_seed(sweep_seed, r) for r in range(seeds)]
+    if not isinstance(seeds, list) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise SpecError(f"seeds: expected a positive count or a list of non-negative seeds, got {seeds!r}")
+    variants = raw.get("variants") or [{}]
+    if not isinstance(variants, list) or not all(isinstance(v, Mapping) for v in variants):
+        raise SpecError("variants: expected a list of {dotted spec key: value} mappings")
+    trials = raw.get("trials", 20)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise SpecError(f"trials: expected a positive integer, got {trials!r}")
+    parallel = raw.get("parallel")
+    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
+        raise SpecError(f"parallel: expected a positive integer, got {parallel!r}")
+    sampler = raw.get("sampler", {"name": "tpe"})
+    if isinstance(sampler, str):
+        sampler = {"name": sampler}
+    if not isinstance(sampler, Mapping) or sampler.get("name", "tpe") not in SAMPLERS:
+        raise SpecError(f"sampler.name: unknown value {sampler!r}; valid choices: {', '.join(SAMPLERS)}")
+    sampler_name = sampler.get("name", "tpe")
+    if sampler_name == "grid" and any(p.kind != "categorical" for p in params):
+        raise SpecError("sampler: grid needs every parameter given as choices")
+    if sampler_name == "cmaes" and (len(objectives) > 1 or any(p.kind == "categorical" for p in params)):
+        raise SpecError("sampler: cmaes needs one objective and numeric ranges only")
+    study = raw.get("study") or {}
+    if not isinstance(study, Mapping):
+        raise SpecError("study: expected {name: ..., storage: ...}")
+    config = TuneConfig(
+        name=name,
+        base=dict(base),
+        params=params,
+        objectives=objectives,
+        seeds=list(seeds),
+        variants=[dict(v) for v in variants],
+        trials=trials,
+        parallel=parallel,
+        sampler=sampler_name,
+        sampler_seed=sampler.get("seed"),
+        study_name=study.get("name", name),
+        storage=study.get("storage"),
+        raw=dict(raw),
+    )
+    for values in _corners(params):
+        for variant in config.variants:
+            trial_spec(config, values, variant, config.seeds[0])  # raises on a bad combination
+    return config
+
+
+def _corners(params: list[Param]) -> list[dict[str, Any]]:
+    """The parameter values at the ends of each range (one parameter at a time)."""
+    corners = [{}]
+    for param in params:
+        for value in param.extremes():
+            corners.append({param.key: int(value) if param.kind == "int" else value})
+    return corners
+
+
+def trial_spec(config: TuneConfig, values: Mapping[str, Any], variant: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """The validated spec of one trial cell."""
+    spec = dict(config.base)
+    for key, value in {**variant, **values}.items():
+        spec = set_key(spec, key, value)
+    spec["seed"] = seed
+    try:
+        return validate_spec(spec)
+    except SpecError as error:
+        where = ", ".join(f"{k}={v!r}" for k, v in {**variant, **values}.items()) or "the base spec"
+        raise SpecError(f"trial with {where}: {error}") from None
