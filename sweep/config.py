@@ -65,6 +65,11 @@ def _list(path: str, value: Any) -> list[Any]:
     return value
 
 
+def _not_seed(path: str, key: str) -> None:
+    if key == "seed" or key.startswith("seed."):
+        raise SpecError(f"{path}: give seeds with the top-level 'seeds' key, not as an axis")
+
+
 def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> SweepConfig:
     """Validate a sweep config mapping.
 
@@ -89,8 +94,7 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     if not isinstance(grid, Mapping):
         raise SpecError(f"grid: expected a mapping of dotted spec keys to lists, got {grid!r}")
     for key, values in grid.items():
-        if key == "seed":
-            raise SpecError("grid.seed: give seeds with the top-level 'seeds' key")
+        _not_seed(f"grid.{key}", key)
         axes.append({key: _list(f"grid.{key}", values)})
         seen.add(key)
     zips = raw.get("zip") or []
@@ -103,6 +107,7 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
         if len(set(lengths.values())) != 1:
             raise SpecError(f"zip[{i}]: the lists must have equal lengths, got {lengths}")
         for key in group:
+            _not_seed(f"zip[{i}].{key}", key)
             if key in seen:
                 raise SpecError(f"zip[{i}].{key}: already an axis elsewhere in the grid")
             seen.add(key)

@@ -27,12 +27,13 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
         axes = ["_all"]
     for axis in axes:
         runs[axis] = runs[axis].astype(str) if runs[axis].dtype == object else runs[axis]
-    ok = runs[runs["status"] == "ok"]
-    present = [m for m in metrics if m in ok.columns]
-    grouped = ok.groupby(axes, sort=False, dropna=False)[present].mean()
-    grouped.insert(0, "seeds", ok.groupby(axes, sort=False, dropna=False).size())
-    failed = runs[runs["status"] != "ok"].groupby(axes, sort=False, dropna=False).size()
-    grouped.insert(1, "failed", failed.reindex(grouped.index, fill_value=0))
+    ok = runs["status"] == "ok"
+    present = [m for m in metrics if m in runs.columns]
+    # Metrics over the ok rows only; every grid point gets a row, also when all its seeds failed.
+    counts = runs.assign(_ok=ok, _failed=~ok).groupby(axes, sort=False, dropna=False)[["_ok", "_failed"]].sum()
+    grouped = runs[ok].groupby(axes, sort=False, dropna=False)[present].mean().reindex(counts.index)
+    grouped.insert(0, "seeds", counts["_ok"].astype(int))
+    grouped.insert(1, "failed", counts["_failed"].astype(int))
     order = {tuple(str(c.point.get(a, "all")) for a in axes): i for i, c in reversed(list(enumerate(cells)))}
     frame = grouped.reset_index()
     key = frame[axes].astype(str).apply(tuple, axis=1).map(order)

@@ -25,7 +25,7 @@ from core.metrics import job_columns, metric_names
 from core.simulate import RUN_EXTRA_METRICS
 from core.workloads.rules import WorkloadReport
 
-from .cells import Cell, cell_id, flatten
+from .cells import Cell, cell_id, flatten, replicate_seed
 from .runner import CellRunner
 from .store import Store, read_table, spec_column_types
 from .tune_config import TuneConfig, _corners, trial_spec
@@ -72,10 +72,14 @@ def make_storage(url: str) -> Any:
     return url
 
 
-def _sampler(config: TuneConfig) -> Any:
+def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
+    """The config's sampler. A study resumed after ``resumed_at`` trials gets a seed derived
+    from the config's and that count, so that it does not propose its first points again."""
     import optuna
 
     seed = config.sampler_seed
+    if seed is not None and resumed_at:
+        seed = replicate_seed(seed, resumed_at)
     if config.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if config.sampler == "grid":
@@ -200,10 +204,15 @@ def run_tuning(
     url = storage_url(config, root, storage)
     directions = config.directions
     try:
+        existing = 0
+        try:
+            existing = len(optuna.load_study(study_name=config.study_name, storage=make_storage(url)).trials)
+        except KeyError:
+            pass  # a new study
         study = optuna.create_study(
             study_name=config.study_name,
             storage=make_storage(url),
-            sampler=_sampler(config),
+            sampler=_sampler(config, existing),
             directions=directions,
             load_if_exists=True,
         )

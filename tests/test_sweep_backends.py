@@ -142,8 +142,6 @@ def test_the_command_line_exits_1_and_says_how_many_cells_failed(failing_config,
     assert "4 cells; 2 computed now" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: summary_frame drops grid points whose every seed failed "
-                   "(groups come from ok rows only), though it promises one row per grid point")
 def test_the_summary_has_a_row_for_every_grid_point_with_its_failures(failing_config, tmp_path):
     config = parse_sweep_config(failing_config["raw"])
     outcome = run_sweep(config, tmp_path / "out", backend="serial", progress=False)

@@ -134,8 +134,6 @@ def test_a_key_in_two_zip_groups_is_an_error():
         parse_sweep_config(raw)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an axis on 'seed' outside grid.seed (a zip key 'seed', a grid key 'seed.x') "
-                   "is accepted and silently overwritten by the sweep's seeds; cell.point says seed=1, the cell runs seed 0")
 @pytest.mark.parametrize(
     "changes",
     [{"grid": {}, "zip": [{"seed": [1, 2], "policy.name": ["easy", "amcbf"]}]}, {"grid": {"seed.x": [1, 2]}}],
