@@ -20,9 +20,9 @@ import math
 from typing import Callable, Sequence
 
 from .errors import PolicyError
-from .jobs import FINISHED, QUEUED, RUNNING, Job
+from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .platforms.base import BasePlatform
-from .policies.base import BasePolicy, Move, Start, Suspend
+from .policies.base import BasePolicy, Move, Reject, Start, Suspend
 
 __all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
 
@@ -77,6 +77,8 @@ class Engine:
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
         self.passes = 0
+        #: Jobs turned away by the policy (admission control).
+        self.rejected = 0
         #: CPU-seconds used beyond the platform's capacity (integral of its overflow rate).
         self.overflow_seconds = 0.0
         self._heap: list[tuple[float, int, int, Job, int]] = []
@@ -96,6 +98,7 @@ class Engine:
         platform = self.platform
         apply = self._apply
         observer = self.observer
+        advance = platform.advance if platform.tracks_time else None
         cursor = 0
         last = math.nan
         tiers = platform.tiers
@@ -113,6 +116,8 @@ class Engine:
                 self.overflow_seconds += platform.overflow_rate * (now - last)
             last = now
             self.now = now
+            if advance is not None:
+                advance(now)
             happened = False
             while heap and heap[0][0] == now:
                 _, kind, _, job, version = heappop(heap)
@@ -172,6 +177,17 @@ class Engine:
                     f"{job.job_id}: it is not running (state {job.state})"
                 )
             self._suspend(job)
+        elif type(decision) is Reject:
+            job = decision.job
+            if job.state != QUEUED or job.start_time == job.start_time:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot reject job "
+                    f"{job.job_id}: only a queued job that never started can be rejected"
+                )
+            del self.queue[job.index]
+            job.state = REJECTED
+            self.rejected += 1
+            self.policy.on_reject(job)
         elif type(decision) is Move:
             job = decision.job
             if job.state != RUNNING:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Job", "QUEUED", "RUNNING", "FINISHED", "PENDING"]
+__all__ = ["Job", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 
 # Job states (ints, compared in the hot path).
 PENDING = 0  #: not yet submitted
 QUEUED = 1  #: waiting in the queue (never started, or suspended)
 RUNNING = 2  #: holding resources (progressing, or restoring after a migration)
 FINISHED = 3  #: done
+REJECTED = 4  #: turned away at admission (never runs)
 
 
 _ONES: dict[int, tuple[float, ...]] = {}
@@ -40,7 +41,7 @@ class Job:
             used by network-aware platforms).
 
     State fields:
-        state: PENDING, QUEUED, RUNNING or FINISHED.
+        state: PENDING, QUEUED, RUNNING, FINISHED or REJECTED.
         start_time: First start (``nan`` before). ``wait = start_time - submit_time``.
         last_start_time: Start of the current or latest run segment.
         finish_time: Completion instant (``nan`` before).

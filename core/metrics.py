@@ -38,7 +38,7 @@ def metric_names(tiers: int) -> list[str]:
     """The keys :func:`run_metrics` returns on a platform with ``tiers`` tiers."""
     names = ["jobs"]
     names += [f"{kind}_{name}" for name in _STAT_METRICS for kind in ("mean", "median", "p90")]
-    names += ["migrations_per_job", "utilization", "makespan", "span_start_time"]
+    names += ["migrations_per_job", "utilization", "makespan", "span_start_time", "accept_rate"]
     return names + [f"tier{t}_share" for t in range(tiers)]
 
 #: The runtime floor of bounded slowdown and expansion factor, in seconds.
@@ -116,14 +116,20 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds:
 
     Returns:
         ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
-        ``migrations_per_job``, ``utilization``, ``makespan``, ``span_start_time`` and
-        ``tier<t>_share``: the share of VM-seconds held that was held in tier t.
+        ``migrations_per_job``, ``utilization``, ``makespan``, ``span_start_time``,
+        ``accept_rate`` (share of jobs not turned away; the other metrics are over the
+        accepted jobs) and ``tier<t>_share``: the share of VM-seconds held in tier t.
     """
     n = len(records["job_id"])
     metrics: dict[str, float] = {"jobs": n}
+    # Jobs turned away at admission (no finish time) count only in the accept rate.
+    accepted = np.isfinite(records["finish_time"])
+    if not accepted.all():
+        records = {key: values[accepted] for key, values in records.items()}
     for name in _STAT_METRICS:
         metrics.update(_stats(name, records[name]))
-    if n == 0:
+    metrics["accept_rate"] = float(accepted.mean()) if n else float("nan")
+    if not accepted.any():
         metrics.update(migrations_per_job=float("nan"), utilization=float("nan"), makespan=0.0, span_start_time=float("nan"))
         return metrics
     first = float(records["submit_time"].min())

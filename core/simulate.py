@@ -60,17 +60,23 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
     spec = validate_spec(spec)
     workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
 
-    built = build_workload(workload, seed=spec["seed"], nodes=platform_spec.get("nodes"))
-    platform_spec["nodes"] = built.nodes
+    platform_cls = PLATFORMS[platform_spec["kind"]]
     params = {k: v for k, v in platform_spec.items() if k != "kind"}
-    platform = PLATFORMS[platform_spec["kind"]](**params, seed=spec["seed"])
+    built = build_workload(workload, seed=spec["seed"], nodes=platform_cls.job_capacity(params))
+    if "nodes" in platform_spec:
+        platform_spec["nodes"] = params["nodes"] = built.nodes
+    platform = platform_cls(**params, seed=spec["seed"])
     jobs, report = built.jobs, built.report
     policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
     engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"])
     engine.run()
 
     records = job_records(jobs)
+    records.update(platform.extra_job_records(jobs))
     metrics = run_metrics(records, platform.capacity, engine.overflow_seconds)
+    finished = records["finish_time"][records["finish_time"] == records["finish_time"]]
+    span_end = float(finished.max()) if len(finished) else float("nan")
+    metrics.update(platform.extra_metrics(records, metrics["span_start_time"], span_end))
     metrics["dropped"] = report.dropped
     metrics["offered_load"] = built.offered_load
     metrics["load_scale"] = built.load_scale

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.metrics import job_columns, metric_names
+from core.platforms import PLATFORMS
 from core.simulate import RUN_EXTRA_METRICS
 from core.workloads.rules import WorkloadReport
 
@@ -64,10 +65,19 @@ def plan(config: SweepConfig, out: str | Path, *, force: bool = False, retry_fai
 
 def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
     specs = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
-    tiers = max(c.spec["platform"].get("tiers", 1) for c in cells)
+    store.prepare(config.raw, spec_column_types(specs), *result_columns([c.spec for c in cells]))
+
+
+def result_columns(specs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Metric names and per-job column names that runs of ``specs`` can produce."""
+    tiers = max(int(s["platform"].get("tiers", 1)) for s in specs)
     metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS]
     metrics += [f"report.{key}" for key in WorkloadReport().as_dict()]
-    store.prepare(config.raw, spec_column_types(specs), metrics, job_columns(tiers))
+    jobs = job_columns(tiers)
+    for kind in dict.fromkeys(s["platform"]["kind"] for s in specs):
+        metrics += [m for m in PLATFORMS[kind].EXTRA_METRICS if m not in metrics]
+        jobs += [c for c in PLATFORMS[kind].EXTRA_JOB_COLUMNS if c not in jobs]
+    return metrics, jobs
 
 
 def run_sweep(

@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import TiersweepError
-from core.metrics import job_columns, metric_names
-from core.simulate import RUN_EXTRA_METRICS
-from core.workloads.rules import WorkloadReport
 
 from .cells import Cell, cell_id, flatten, replicate_seed
+from .driver import result_columns
 from .runner import CellRunner
 from .store import Store, read_table, spec_column_types
 from .tune_config import TuneConfig, _corners, trial_spec
@@ -173,14 +171,13 @@ def _in_space(config: TuneConfig, values: Mapping[str, Any]) -> bool:
 
 
 def _prepare_store(store: Store, config: TuneConfig) -> None:
-    specs = []
+    specs, flat = [], []
     for values in _corners(config.params):
         for variant in config.variants:
             spec = trial_spec(config, values, variant, config.seeds[0])
-            specs.append({k: v for k, v in flatten(spec).items() if k != "seed"})
-    tiers = max(int(s.get("platform.tiers") or 1) for s in specs)
-    metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS, *(f"report.{k}" for k in WorkloadReport().as_dict())]
-    store.prepare(config.raw, spec_column_types(specs), metrics, job_columns(tiers))
+            specs.append(spec)
+            flat.append({k: v for k, v in flatten(spec).items() if k != "seed"})
+    store.prepare(config.raw, spec_column_types(flat), *result_columns(specs))
 
 
 def run_tuning(

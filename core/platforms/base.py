@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from ..jobs import Job
@@ -29,6 +29,13 @@ class BasePlatform(ABC):
     capacity: int
     tiers: int = 1
     rates_dirty: bool = False
+    #: Run metrics this platform adds (names, for result schemas); see :meth:`extra_metrics`.
+    EXTRA_METRICS: tuple[str, ...] = ()
+    #: Per-job columns this platform adds; see :meth:`extra_job_records`.
+    EXTRA_JOB_COLUMNS: tuple[str, ...] = ()
+    #: Whether the engine calls :meth:`advance` at every new timestamp (for time-weighted
+    #: statistics); off by default so that platforms without them pay nothing.
+    tracks_time: bool = False
     #: CPU-seconds per second used beyond the capacity of the platform's units (0 unless the
     #: progress model can oversubscribe a unit); subtracted from the busy time.
     overflow_rate: float = 0.0
@@ -48,6 +55,24 @@ class BasePlatform(ABC):
     @abstractmethod
     def release(self, job: Job) -> None:
         """Free everything ``job`` holds."""
+
+    @classmethod
+    def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
+        """The largest job this platform can hold, from its spec parameters (the workload
+        rules drop larger jobs, and offered load is measured against it), or None when it
+        comes from the trace (``nodes`` without a size)."""
+        return None
+
+    def advance(self, now: float) -> None:
+        """Called with the new time before each timestamp's events (if :attr:`tracks_time`)."""
+
+    def extra_metrics(self, records: Mapping[str, Any], span_start: float, span_end: float) -> dict[str, float]:
+        """Run metrics of this platform's own (names in :attr:`EXTRA_METRICS`)."""
+        return {}
+
+    def extra_job_records(self, jobs: Sequence[Job]) -> dict[str, Any]:
+        """Per-job columns of this platform's own (names in :attr:`EXTRA_JOB_COLUMNS`)."""
+        return {}
 
     def rate_changes(self) -> Iterable[tuple[Job, float]]:
         """Running jobs whose progress rate changed since the last call, with the new rate.

@@ -27,7 +27,7 @@ changed there. Work is proportional to the jobs affected, never to the machine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..rng import stream
 from .base import BasePlatform
@@ -185,6 +185,10 @@ class Nodes(BasePlatform):
         self._dirty: set[int] = set()
         self._overhead = _Draws(seed, "fg_overhead")
         self._eff = _Draws(seed, "bg_eff")
+
+    @classmethod
+    def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
+        return params.get("nodes")
 
     # -- queries for policies ----------------------------------------------------------------
     def free_count(self, tier: int = 0) -> int:

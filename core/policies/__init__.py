@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import SpecError
 from ..params import Param, non_negative_number, number_or, unit_interval
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
-from .base import BasePolicy, Decision, Move, Start, Suspend
+from .base import BasePolicy, Decision, Move, Reject, Start, Suspend
 from .consolidation import DEFAULT_BG_THRESHOLD, Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Start",
     "Suspend",
     "Move",
+    "Reject",
     "Backfill",
     "Consolidation",
 ]

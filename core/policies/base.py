@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
 
-__all__ = ["BasePolicy", "Start", "Suspend", "Move", "Decision"]
+__all__ = ["BasePolicy", "Start", "Suspend", "Move", "Reject", "Decision"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,14 @@ class Move:
     nodes: Sequence[int]
 
 
-Decision = Start | Suspend | Move
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Turn away a queued job that never started (admission control): it never runs."""
+
+    job: Job
+
+
+Decision = Start | Suspend | Move | Reject
 
 
 class BasePolicy(ABC):
@@ -92,6 +99,9 @@ class BasePolicy(ABC):
 
     def on_suspend(self, job: Job) -> None:
         """``job`` has just been suspended and put back in the queue."""
+
+    def on_reject(self, job: Job) -> None:
+        """``job`` has just been turned away."""
 
     def on_move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         """``job`` has just moved; ``tier`` and ``nodes`` are where it was before."""
