@@ -44,6 +44,8 @@ class Engine:
             resources before it progresses again.
         observer: Called with the engine after every timestamp's policy pass (for checking
             invariants or recording state; None costs nothing).
+        record_segments: Keep every stay of a job on its VMs in :attr:`segments` (for Gantt
+            charts; off by default, it costs memory).
 
     Attributes:
         now: The current simulated time.
@@ -60,6 +62,7 @@ class Engine:
         *,
         migration_cost: float = 0.0,
         observer: Callable[[Engine], None] | None = None,
+        record_segments: bool = False,
     ) -> None:
         for position, job in enumerate(jobs):
             if job.index != position:
@@ -73,6 +76,9 @@ class Engine:
         self.policy = policy
         self.migration_cost = float(migration_cost)
         self.observer = observer
+        #: With ``record_segments``: ``(job_id, tier, start, end, nodes, how it ended)`` for
+        #: every stay of a job on its VMs, ``how`` being ``finish``, ``suspend`` or ``move``.
+        self.segments: list[tuple[int, int, float, float, tuple[int, ...], str]] | None = [] if record_segments else None
         self.now = -math.inf
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
@@ -236,7 +242,7 @@ class Engine:
 
     def _suspend(self, job: Job) -> None:
         self._bring_up_to_date(job)
-        self._close_segment(job)
+        self._close_segment(job, "suspend")
         self.platform.release(job)
         del self.running[job.index]
         self._restoring.pop(job.index, None)
@@ -259,7 +265,7 @@ class Engine:
         old_tier, old_nodes = job.tier, job.nodes
         swap = list(nodes) == list(old_nodes)  # same node per process: a priority swap
         self._bring_up_to_date(job)
-        self._close_segment(job)
+        self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
         job.nodes = held
         job.tier = tier
@@ -286,7 +292,7 @@ class Engine:
     def _finish(self, job: Job) -> None:
         job.progress = job.runtime
         job.updated_time = self.now
-        self._close_segment(job)
+        self._close_segment(job, "finish")
         job.finish_time = self.now
         job.state = FINISHED
         job.rate = 0.0
@@ -300,8 +306,10 @@ class Engine:
         self._schedule_finish(job)
 
     # -- progress ------------------------------------------------------------------------
-    def _close_segment(self, job: Job) -> None:
+    def _close_segment(self, job: Job, how: str) -> None:
         job.tier_time[job.tier] += self.now - job.segment_time
+        if self.segments is not None:
+            self.segments.append((job.job_id, job.tier, job.segment_time, self.now, tuple(job.nodes), how))
         job.segment_time = math.nan
 
     def _bring_up_to_date(self, job: Job) -> None:

@@ -35,6 +35,9 @@ class RunResult:
         end_time: The simulated time of the last event.
         wall_seconds: Wall-clock seconds the run took, workload loading included.
         model_version: :data:`core.version.MODEL_VERSION` of the code that ran it.
+        segments: With ``record_segments``: one row per stay of a job on its VMs (columns
+            ``job_id``, ``tier``, ``start_time``, ``end_time``, ``nodes`` (tuple), ``end``
+            (finish, suspend or move)); else None.
     """
 
     spec: dict[str, Any]
@@ -44,13 +47,15 @@ class RunResult:
     end_time: float
     wall_seconds: float
     model_version: str = MODEL_VERSION
+    segments: dict[str, list] | None = field(default=None, repr=False)
 
 
-def simulate(spec: Mapping[str, Any]) -> RunResult:
+def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunResult:
     """Run one simulation.
 
     Args:
         spec: A run spec (see :mod:`core.spec`).
+        record_segments: Also return every stay of every job on its VMs (for Gantt charts).
 
     Raises:
         SpecError: The spec is invalid or names a trace that cannot be used.
@@ -68,7 +73,7 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
     platform = platform_cls(**params, seed=spec["seed"])
     jobs, report = built.jobs, built.report
     policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
-    engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"])
+    engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"], record_segments=record_segments)
     engine.run()
 
     records = job_records(jobs)
@@ -87,4 +92,10 @@ def simulate(spec: Mapping[str, Any]) -> RunResult:
         jobs=records,
         end_time=engine.now if jobs else 0.0,
         wall_seconds=time.perf_counter() - started,
+        segments=_segment_columns(engine.segments) if record_segments else None,
     )
+
+
+def _segment_columns(segments: list[tuple]) -> dict[str, list]:
+    names = ("job_id", "tier", "start_time", "end_time", "nodes", "end")
+    return {name: [row[i] for row in segments] for i, name in enumerate(names)}

@@ -75,7 +75,7 @@ def failed_outcomes(tasks: Sequence[Mapping[str, Any]], error: BaseException | s
     for task in tasks:
         row = _base_row(task, package_version(), "")
         row.update(status="failed", error=text)
-        outcomes.append({"row": row, "jobs": None})
+        outcomes.append({"row": row, "jobs": None, "segments": None})
     return outcomes
 
 
@@ -84,7 +84,8 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
 
     Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
     wall_seconds, model_version, package_version, seed, replicate, host, flattened spec
-    columns, ``report.*`` counts and the run metrics) and ``jobs`` (per-job columns, or None).
+    columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job columns) and
+    ``segments`` (every stay of a job on its VMs), the last two only ``with_jobs``.
     """
     version = package_version()
     host = os.uname().nodename
@@ -92,9 +93,9 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
     for task in tasks:
         started = time.perf_counter()
         row = _base_row(task, version, host)
-        jobs = None
+        jobs = segments = None
         try:
-            result = simulate(task["run_spec"])
+            result = simulate(task["run_spec"], record_segments=with_jobs)
         except Exception as error:  # noqa: BLE001 - a failing cell is data, not a crash
             row["status"] = "failed"
             last = traceback.extract_tb(error.__traceback__)[-1:]
@@ -105,6 +106,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
             row.update(result.metrics)
             if with_jobs:
                 jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task["cell_id"]), **result.jobs}
+                segments = {"cell_id": [task["cell_id"]] * len(result.segments["job_id"]), **result.segments}
         row["wall_seconds"] = time.perf_counter() - started
-        outcomes.append({"row": row, "jobs": jobs})
+        outcomes.append({"row": row, "jobs": jobs, "segments": segments})
     return outcomes

@@ -2,6 +2,8 @@
 
 * ``runs/``: one row per cell (see :func:`sweep.batch.run_batch` for the columns).
 * ``jobs/``: per-job records keyed by ``cell_id`` (only with ``--jobs``).
+* ``segments/``: every stay of a job on its VMs (tier, start, end, nodes, how it ended), keyed
+  by ``cell_id`` (only with ``--jobs``): the data of Gantt charts.
 * ``manifest.json``: the sweep config, the column schema, versions and timestamps.
 
 Only the driver writes. Each completed batch becomes one new file per table, written under a
@@ -100,6 +102,7 @@ class Store:
         self.root = Path(root)
         self.runs = self.root / "runs"
         self.jobs = self.root / "jobs"
+        self.segments = self.root / "segments"
 
     # -- writing -----------------------------------------------------------------------------
     def prepare(
@@ -110,8 +113,8 @@ class Store:
         job_columns: Sequence[str],
     ) -> None:
         """Create the folders and fix this sweep's schemas; record the manifest."""
-        self.runs.mkdir(parents=True, exist_ok=True)
-        self.jobs.mkdir(parents=True, exist_ok=True)
+        for folder in (self.runs, self.jobs, self.segments):
+            folder.mkdir(parents=True, exist_ok=True)
         fields = [pa.field(name, kind) for name, kind in _FIXED]
         fields += [pa.field(name, kind) for name, kind in sorted(spec_types.items())]
         fields += [
@@ -127,6 +130,19 @@ class Store:
         ]
         job_fields.append(pa.field("written_at", pa.timestamp("us", tz="UTC")))
         self.job_schema = pa.schema(job_fields, metadata=metadata)
+        self.segment_schema = pa.schema(
+            [
+                pa.field("cell_id", pa.string()),
+                pa.field("job_id", pa.int64()),
+                pa.field("tier", pa.int64()),
+                pa.field("start_time", pa.float64()),
+                pa.field("end_time", pa.float64()),
+                pa.field("nodes", pa.list_(pa.int64())),
+                pa.field("end", pa.string()),
+                pa.field("written_at", pa.timestamp("us", tz="UTC")),
+            ],
+            metadata=metadata,
+        )
         manifest = {
             "config": config,
             "schema": {field.name: str(field.type) for field in self.schema},
@@ -168,6 +184,17 @@ class Store:
                 ]
                 merged[field.name] = pa.array(np.concatenate(parts), field.type, from_pandas=True)
             self._write_table(self.jobs, pa.table(merged, schema=self.job_schema))
+        with_segments = [o.get("segments") for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"])]
+        with_segments = [seg for seg in with_segments if seg is not None]
+        if with_segments:
+            columns = {
+                field.name: [value for seg in with_segments for value in seg[field.name]]
+                for field in self.segment_schema
+                if field.name != "written_at"
+            }
+            columns["nodes"] = [list(nodes) for nodes in columns["nodes"]]
+            columns["written_at"] = [now] * len(columns["cell_id"])
+            self._write_table(self.segments, pa.table(columns, schema=self.segment_schema))
 
     def _write_table(self, folder: Path, table: pa.Table) -> None:
         name = f"part-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
@@ -219,23 +246,24 @@ def read_table(folder: str | Path, *, latest_only: bool = True) -> pa.Table:
     return table
 
 
-def read_jobs(root: str | Path) -> pa.Table:
-    """The per-job records of ``root/jobs``, only those of each cell's newest run."""
-    jobs = read_table(Path(root) / "jobs", latest_only=False)
-    if not jobs.num_rows:
-        return jobs
+def read_jobs(root: str | Path, table: str = "jobs") -> pa.Table:
+    """The per-job records of ``root/jobs`` (or the segments of ``root/segments``), only those
+    of each cell's newest run."""
+    rows = read_table(Path(root) / table, latest_only=False)
+    if not rows.num_rows:
+        return rows
     runs = read_table(Path(root) / "runs").select(["cell_id", "written_at"])
     keys = {(c, w) for c, w in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())}
-    mask = [(c, w) in keys for c, w in zip(jobs.column("cell_id").to_pylist(), jobs.column("written_at").to_pylist())]
-    return jobs.filter(pa.array(mask))
+    mask = [(c, w) in keys for c, w in zip(rows.column("cell_id").to_pylist(), rows.column("written_at").to_pylist())]
+    return rows.filter(pa.array(mask))
 
 
 def compact(root: str | Path) -> tuple[int, int]:
     """Merge the part files of ``root/runs`` (newest row per cell) and ``root/jobs`` (the jobs
     of those rows) into one file each; return the number of files before and after."""
     root = Path(root)
-    before = len(_parts(root / "runs")) + len(_parts(root / "jobs"))
-    tables = {"runs": read_table(root / "runs"), "jobs": read_jobs(root)}
+    before = sum(len(_parts(root / name)) for name in ("runs", "jobs", "segments"))
+    tables = {"runs": read_table(root / "runs"), "jobs": read_jobs(root), "segments": read_jobs(root, "segments")}
     after = 0
     for name, table in tables.items():
         folder = root / name
