@@ -188,8 +188,8 @@ def test_every_file_holds_the_config_and_the_manifest_records_it(swept):
 
 def test_every_stored_file_is_a_complete_part_file(swept):
     names = sorted(p.name for p in swept["root"].iterdir())
-    assert names == ["jobs", "manifest.json", "runs"]  # no leftover temporary files
-    for folder in ("runs", "jobs"):
+    assert names == ["jobs", "manifest.json", "runs", "segments"]  # no leftover temporary files
+    for folder in ("runs", "jobs", "segments"):
         files = parts(swept["root"] / folder)
         assert files
         for path in files:
