@@ -285,10 +285,10 @@ def test_force_keeps_both_rows_in_the_files_and_readers_take_the_newest(forced):
 def test_compact_merges_the_parts_and_keeps_the_newest_rows(forced, capsys):
     root = forced["root"]
     newest = pd.read_parquet(root / "runs").groupby("cell_id")["written_at"].max()
-    before = len(parts(root / "runs")) + len(parts(root / "jobs"))
+    before = sum(len(parts(root / name)) for name in ("runs", "jobs", "segments"))
     assert len(parts(root / "runs")) > 2
     assert main(["compact", str(root)]) == 0
-    assert capsys.readouterr().out.strip() == f"{root}: {before} files -> 2"
+    assert capsys.readouterr().out.strip() == f"{root}: {before} files -> 3"
     (runs,) = parts(root / "runs")
     (jobs,) = parts(root / "jobs")
     assert PART.match(runs.name) and PART.match(jobs.name)
