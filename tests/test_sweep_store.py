@@ -300,7 +300,7 @@ def test_compact_merges_the_parts_and_keeps_the_newest_rows(forced, capsys):
     assert len(read_jobs(root)) == 8 * 300  # still matched to their runs
     for path in (runs, jobs):
         assert json.loads(pq.read_schema(path).metadata[b"tiersweep.config"]) == small_raw("forced")
-    assert compact(root) == (2, 2)  # nothing more to merge
+    assert compact(root) == (3, 3)  # nothing more to merge (runs, jobs, segments)
     # A compacted store still resumes: nothing left to compute.
     assert run_sweep(small_config("forced"), root.parent, backend="serial", progress=False).computed == 0
 
