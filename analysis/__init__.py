@@ -1,1 +1,12 @@
-"""Analysis of sweep results: loading, summary tables, plots (built on the sweep store)."""
+"""Analysis of sweep results: loading, summary tables with confidence intervals, comparisons,
+plots and the HTML report.
+
+>>> from analysis import load, summary, compare
+>>> runs = load("results/quickstart")
+>>> summary(runs, by=["policy.name", "workload.load"], metrics=["mean_bsld"])
+"""
+
+from .load import load
+from .stats import compare, summary, t_interval
+
+__all__ = ["load", "summary", "compare", "t_interval"]

@@ -113,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--address", help="an existing Ray cluster")
     tune.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
+    report = sub.add_parser(
+        "report",
+        help="figures and an HTML page from a results folder",
+        description="Write every figure the data of a sweep (or tuning) results folder supports, and an "
+        "index.html with the summary table (95%% intervals over seeds), the config, versions and provenance.",
+    )
+    report.add_argument("root", metavar="OUT/NAME", help="a sweep's results folder")
+    report.add_argument("--out", help="where to write the report [OUT/NAME/report]")
+
     compact_parser = sub.add_parser(
         "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
     )
@@ -207,6 +216,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 address=args.address,
                 plots=not args.no_plots,
             )
+        if args.command == "report":
+            # The one place the command line reaches up into analysis/ (lazily): the report
+            # is analysis's, the command is the user's entry point.
+            from analysis.report import write_report
+
+            try:
+                page = write_report(args.root, args.out)
+            except FileNotFoundError as error:
+                raise TiersweepError(str(error)) from None
+            print(f"report: {page}")
+            return 0
         if args.command == "compact":
             from .sweep_command import compact_command
 

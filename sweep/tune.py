@@ -81,11 +81,26 @@ def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
     if config.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if config.sampler == "grid":
-        space = {p.key: list(p.choices) for p in config.params}
-        return optuna.samplers.GridSampler(space, seed=seed)
+
+        class AskTellGridSampler(optuna.samplers.GridSampler):
+            """Optuna's grid sampler stops the study from ``after_trial`` once the grid is
+            done, which works only inside ``optimize``; here the trial count is capped at the
+            grid size instead."""
+
+            def after_trial(self, study, trial, state, values) -> None:  # noqa: ANN001
+                return None
+
+        return AskTellGridSampler({p.key: list(p.choices) for p in config.params}, seed=seed)
     if config.sampler == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, multivariate=True) if len(config.objectives) == 1 else optuna.samplers.TPESampler(seed=seed)
+
+
+def _grid_size(config: TuneConfig) -> int:
+    size = 1
+    for param in config.params:
+        size *= len(param.choices)
+    return size
 
 
 class _Trials:
@@ -195,9 +210,7 @@ def run_tuning(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     root = Path(out) / config.name
-    store = Store(root)
-    _prepare_store(store, config)
-    known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
+    root.mkdir(parents=True, exist_ok=True)
     url = storage_url(config, root, storage)
     directions = config.directions
     try:
@@ -220,11 +233,16 @@ def run_tuning(
             f"study {config.study_name!r} in {url} optimises {[d.name.lower() for d in study.directions]}, "
             f"this config {directions}: use another study name"
         )
+    store = Store(root)
+    _prepare_store(store, config)  # only once the study is known to fit the config
+    known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
     target = trials or config.trials
+    if config.sampler == "grid":
+        target = min(target, _grid_size(config))
     distributions = {p.key: p.distribution() for p in config.params}
     defaults = _defaults(config)
-    if not study.trials and _in_space(config, defaults):
-        study.enqueue_trial(defaults)  # the paper's values are always one of the trials
+    if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
+        study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
     state = _Trials(config, known)
     runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
     finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)

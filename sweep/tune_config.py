@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import SpecError
-from core.metrics import metric_names
-from core.simulate import RUN_EXTRA_METRICS
 from core.spec import set_key, validate_spec
 
 from .config import _NAME
@@ -155,11 +153,8 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         objective = {objective: "minimize"}
     if not isinstance(objective, Mapping) or not objective:
         raise SpecError("objective: expected {metric: minimize|maximize, ...}")
-    known = set(metric_names(8)) | set(RUN_EXTRA_METRICS)
     objectives = []
     for metric, direction in objective.items():
-        if metric not in known and not metric.startswith("tier"):
-            raise SpecError(f"objective.{metric}: unknown metric; valid metrics: {', '.join(sorted(known))}")
         if direction not in ("minimize", "maximize"):
             raise SpecError(f"objective.{metric}: expected minimize or maximize, got {direction!r}")
         objectives.append((metric, direction))
@@ -181,9 +176,17 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     sampler = raw.get("sampler", {"name": "tpe"})
     if isinstance(sampler, str):
         sampler = {"name": sampler}
-    if not isinstance(sampler, Mapping) or sampler.get("name", "tpe") not in SAMPLERS:
-        raise SpecError(f"sampler.name: unknown value {sampler!r}; valid choices: {', '.join(SAMPLERS)}")
+    if not isinstance(sampler, Mapping):
+        raise SpecError(f"sampler: expected {{name: ..., seed: ...}}, got {sampler!r}")
+    for key in sampler:
+        if key not in ("name", "seed"):
+            raise SpecError(f"sampler.{key}: unknown key; valid keys: name, seed")
     sampler_name = sampler.get("name", "tpe")
+    if sampler_name not in SAMPLERS:
+        raise SpecError(f"sampler.name: unknown value {sampler_name!r}; valid choices: {', '.join(SAMPLERS)}")
+    sampler_seed = sampler.get("seed")
+    if sampler_seed is not None and (isinstance(sampler_seed, bool) or not isinstance(sampler_seed, int) or sampler_seed < 0):
+        raise SpecError(f"sampler.seed: expected a non-negative integer, got {sampler_seed!r}")
     if sampler_name == "grid" and any(p.kind != "categorical" for p in params):
         raise SpecError("sampler: grid needs every parameter given as choices")
     if sampler_name == "cmaes" and (len(objectives) > 1 or any(p.kind == "categorical" for p in params)):
@@ -191,6 +194,11 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     study = raw.get("study") or {}
     if not isinstance(study, Mapping):
         raise SpecError("study: expected {name: ..., storage: ...}")
+    for key in study:
+        if key not in ("name", "storage"):
+            raise SpecError(f"study.{key}: unknown key; valid keys: name, storage")
+        if study[key] is not None and not isinstance(study[key], str):
+            raise SpecError(f"study.{key}: expected a string, got {study[key]!r}")
     config = TuneConfig(
         name=name,
         base=dict(base),
@@ -201,14 +209,19 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         trials=trials,
         parallel=parallel,
         sampler=sampler_name,
-        sampler_seed=sampler.get("seed"),
+        sampler_seed=sampler_seed,
         study_name=study.get("name", name),
         storage=study.get("storage"),
         raw=dict(raw),
     )
-    for values in _corners(params):
-        for variant in config.variants:
-            trial_spec(config, values, variant, config.seeds[0])  # raises on a bad combination
+    specs = [trial_spec(config, values, variant, config.seeds[0]) for values in _corners(params) for variant in config.variants]
+    from .driver import result_columns  # (lazy: the driver imports this module's users)
+
+    known = result_columns(specs)[0]
+    for metric, _ in objectives:
+        if metric not in known or metric.startswith("report.") or metric == "span_start_time":
+            valid = sorted(m for m in known if not m.startswith("report.") and m != "span_start_time")
+            raise SpecError(f"objective.{metric}: unknown metric; valid metrics for these runs: {', '.join(valid)}")
     return config
 
 

@@ -1,0 +1,63 @@
+"""Loading a sweep's (or study's) results as pandas DataFrames.
+
+Each part file is read on its own and the parts are concatenated, so files written by older
+versions of tiersweep (fewer or other columns) still load: a column missing from a file is
+filled with missing values. ``runs`` keeps the newest row of each cell (``--force`` reruns);
+``jobs`` and ``segments`` keep the rows of those runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+__all__ = ["load", "TABLES"]
+
+#: The tables of a results folder.
+TABLES = ("runs", "jobs", "segments", "trials")
+
+
+def _read_folder(folder: Path) -> pd.DataFrame:
+    files = sorted(folder.glob("*.parquet"))
+    files = [f for f in files if not f.name.startswith(".")]
+    if not files:
+        return pd.DataFrame()
+    frames = [pq.read_table(f).to_pandas() for f in files]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=pq.read_schema(files[0]).names)
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def load(path: str | Path, table: str = "runs") -> pd.DataFrame:
+    """Read ``table`` of the results folder ``path`` (``OUT/NAME``).
+
+    Args:
+        path: A sweep's results folder (or its ``runs`` folder).
+        table: ``runs`` (one row per cell), ``jobs`` (per-job records), ``segments`` (stays
+            of jobs on VMs) or ``trials`` (a tuning study's trials).
+
+    Returns:
+        A DataFrame; empty when the table does not exist.
+    """
+    if table not in TABLES:
+        raise ValueError(f"table: expected one of {', '.join(TABLES)}, got {table!r}")
+    root = Path(path)
+    if root.name in TABLES and not (root / table).exists():
+        root = root.parent
+    frame = _read_folder(root / table)
+    if frame.empty or table == "trials":
+        return frame
+    if "written_at" not in frame.columns:
+        return frame
+    if table == "runs":
+        frame = frame.sort_values("written_at", kind="stable").drop_duplicates("cell_id", keep="last")
+        sort = "cell_index" if "cell_index" in frame.columns else "cell_id"
+        return frame.sort_values(sort, kind="stable").reset_index(drop=True)
+    runs = load(root, "runs")
+    if runs.empty or "written_at" not in runs.columns:
+        return frame.reset_index(drop=True)
+    keep = frame.merge(runs[["cell_id", "written_at"]], on=["cell_id", "written_at"], how="inner")
+    return keep.reset_index(drop=True)

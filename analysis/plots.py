@@ -1,0 +1,183 @@
+"""Figures (matplotlib, PNG), drawn to read in black and white: one marker and line style per
+series, grey levels, error bars from t intervals over seeds.
+
+* :func:`metric_grid` - each metric against one axis (load, migration cost, ...), one line per
+  policy: paper 000 figures 3-4 (:data:`PAPER000_METRICS` against ``workload.load``), the
+  sensitivity curves, paper 004's rpt/bsd/migrations against load and accept rate against mean
+  bandwidth, paper 001's utilisation against occupancy.
+* :func:`gantt` - one run's schedule from its ``segments``: nodes x time, foreground dark,
+  background light, suspensions marked.
+* :func:`utilisation_over_time` - the share of each tier's VMs held over time, from the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .stats import POLICY, summary
+
+__all__ = ["metric_grid", "gantt", "utilisation_over_time", "PAPER000_METRICS", "LABELS"]
+
+#: Paper 000 figures 3-4: response time, bounded slowdown, migrations per job, utilisation.
+PAPER000_METRICS = ("mean_response", "mean_bsld", "migrations_per_job", "utilization")
+#: Axis labels of common columns.
+LABELS = {
+    "mean_response": "mean response time (s)",
+    "mean_wait": "mean wait (s)",
+    "mean_bsld": "mean bounded slowdown",
+    "migrations_per_job": "migrations per job",
+    "utilization": "utilisation",
+    "accept_rate": "accept rate",
+    "workload.load": "offered load",
+    "policy.migration_cost": "migration cost (s)",
+    "workload.cpu_accuracy": "CPU-estimate accuracy",
+    "median_xf": "median expansion factor",
+    "p90_xf": "90th-percentile expansion factor",
+    "makespan": "makespan (s)",
+}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+_STYLES = ("-", "--", "-.", ":")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _numeric(series: pd.Series) -> pd.Series:
+    converted = pd.to_numeric(series, errors="coerce")
+    return converted if converted.notna().all() else series
+
+
+def metric_grid(
+    runs: pd.DataFrame,
+    x: str,
+    metrics: Sequence[str],
+    path: str | Path,
+    *,
+    by: str = POLICY,
+    title: str = "",
+    log_y: Sequence[str] = (),
+) -> Path:
+    """Each metric against ``x``, one line per value of ``by``, mean and 95 % interval over
+    seeds; one panel per metric. Returns the PNG path."""
+    plt = _pyplot()
+    frame = runs.copy()
+    frame[x] = _numeric(frame[x])
+    table = summary(frame, by=[by, x], metrics=metrics)
+    columns = 2 if len(metrics) > 1 else 1
+    rows = int(np.ceil(len(metrics) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
+    groups = list(table.groupby(by, sort=True))
+    for panel, metric in zip(axes.flat, metrics):
+        for i, (name, group) in enumerate(groups):
+            group = group.sort_values(x)
+            mean = group[f"{metric}_mean"].to_numpy(float)
+            low = group[f"{metric}_ci_low"].to_numpy(float)
+            high = group[f"{metric}_ci_high"].to_numpy(float)
+            err = np.vstack([np.nan_to_num(mean - low), np.nan_to_num(high - mean)])
+            grey = str(0.15 + 0.6 * i / max(1, len(groups) - 1))
+            panel.errorbar(
+                group[x],
+                mean,
+                yerr=err,
+                label=str(name),
+                color=grey,
+                marker=_MARKERS[i % len(_MARKERS)],
+                linestyle=_STYLES[i % len(_STYLES)],
+                markerfacecolor="white" if i % 2 else grey,
+                capsize=3,
+                linewidth=1.4,
+            )
+        panel.set_xlabel(LABELS.get(x, x))
+        panel.set_ylabel(LABELS.get(metric, metric))
+        if metric in log_y:
+            panel.set_yscale("log")
+        panel.grid(True, color="0.85", linewidth=0.6)
+    for panel in list(axes.flat)[len(metrics) :]:
+        panel.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), frameon=False, bbox_to_anchor=(0.5, 1.0))
+    if title:
+        fig.suptitle(title, y=1.04)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    path = Path(path)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def gantt(segments: pd.DataFrame, path: str | Path, *, title: str = "", max_jobs: int | None = 400) -> Path:
+    """One run's schedule: a bar per (node, stay) from its ``segments``; foreground dark,
+    background tiers lighter and hatched, a cross where a job was suspended.
+
+    Args:
+        segments: The segments of one cell (columns job_id, tier, start_time, end_time,
+            nodes, end).
+        max_jobs: Draw the stays of the first jobs only (a readable window).
+    """
+    plt = _pyplot()
+    frame = segments.sort_values("start_time")
+    if max_jobs is not None:
+        keep = frame["job_id"].drop_duplicates().head(max_jobs)
+        frame = frame[frame["job_id"].isin(keep)]
+    fig, ax = plt.subplots(figsize=(11, 5))
+    shades = {0: ("0.25", None), 1: ("0.65", "//"), 2: ("0.85", "xx")}
+    tiers = int(frame["tier"].max()) + 1 if len(frame) else 1
+    band = 1.0 / tiers  # each node's row holds one band per tier, foreground at the bottom
+    for row in frame.itertuples(index=False):
+        color, hatch = shades.get(int(row.tier), ("0.9", ".."))
+        width = row.end_time - row.start_time
+        low = int(row.tier) * band
+        for node in row.nodes:
+            ax.broken_barh([(row.start_time, width)], (node + low, band * 0.92), facecolors=color, edgecolor="black", linewidth=0.2, hatch=hatch)
+        if row.end == "suspend":
+            ax.scatter([row.end_time] * len(row.nodes), [n + low + band / 2 for n in row.nodes], marker="x", color="black", s=12, zorder=3)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("node")
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[Patch(facecolor="0.25", label="foreground"), Patch(facecolor="0.65", hatch="//", label="background"), plt.Line2D([], [], marker="x", color="black", linestyle="", label="suspended")],
+        loc="upper right",
+        fontsize=8,
+    )
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def utilisation_over_time(segments: pd.DataFrame, nodes: int, path: str | Path, *, title: str = "") -> Path:
+    """The share of each tier's VMs held over time, from one run's ``segments``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(11, 3.4))
+    for tier, group in sorted(segments.groupby("tier")):
+        sizes = group["nodes"].map(len).to_numpy(float)
+        times = np.concatenate([group["start_time"].to_numpy(float), group["end_time"].to_numpy(float)])
+        deltas = np.concatenate([sizes, -sizes])
+        order = np.argsort(times, kind="stable")
+        held = np.cumsum(deltas[order]) / nodes
+        ax.step(times[order], held, where="post", color="0.2" if tier == 0 else "0.6", linestyle=_STYLES[int(tier) % 4], label=f"tier {tier}")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("share of VMs held")
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,93 @@
+"""Summary tables with confidence intervals over seeds, and comparisons against a baseline."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+__all__ = ["summary", "compare", "t_interval", "POLICY", "SEED"]
+
+#: The policy column of a runs table.
+POLICY = "policy.name"
+#: The seed column of a runs table.
+SEED = "seed"
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean of ``values`` (nan when fewer than two)."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) < 2:
+        return (float("nan"), float("nan"))
+    mean = values.mean()
+    half = st.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return (float(mean - half), float(mean + half))
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == "ok"] if "status" in df.columns else df
+
+
+def summary(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], level: float = 0.95) -> pd.DataFrame:
+    """Per group of ``by``: each metric's mean, standard deviation, count and confidence
+    interval over seeds (rows with status other than ``ok`` are left out).
+
+    Returns:
+        One row per group; columns ``<metric>_mean``, ``_std``, ``_n``, ``_ci_low``, ``_ci_high``.
+    """
+    rows = []
+    for key, group in _ok(df).groupby(list(by), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        for metric in metrics:
+            values = group[metric].astype(float).dropna().to_numpy()
+            low, high = t_interval(values, level)
+            row[f"{metric}_mean"] = values.mean() if len(values) else np.nan
+            row[f"{metric}_std"] = values.std(ddof=1) if len(values) > 1 else np.nan
+            row[f"{metric}_n"] = len(values)
+            row[f"{metric}_ci_low"] = low
+            row[f"{metric}_ci_high"] = high
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compare(
+    df: pd.DataFrame,
+    baseline: str,
+    metrics: Sequence[str],
+    by: Sequence[str] | None = None,
+    policy: str = POLICY,
+    pair_on: str = SEED,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Ratios of each policy's metric to ``baseline``'s, paired by seed (common random numbers
+    make the pairs meaningful) within each group of ``by``.
+
+    Returns:
+        One row per (group, policy other than the baseline): for each metric the mean ratio
+        ``<metric>_ratio``, its interval ``_ci_low``/``_ci_high`` over the paired seeds, and
+        ``_n`` pairs.
+    """
+    df = _ok(df)
+    by = list(by or [])
+    keys = [*by, pair_on]
+    base = df[df[policy] == baseline].set_index(keys)[list(metrics)]
+    if base.index.has_duplicates:
+        raise ValueError(f"baseline {baseline!r} has several rows per {keys}: add the varying keys to 'by'")
+    rows = []
+    for name, group in df[df[policy] != baseline].groupby([*by, policy], sort=True, dropna=False):
+        name = name if isinstance(name, tuple) else (name,)
+        row = dict(zip([*by, policy], name))
+        joined = group.set_index(keys)[list(metrics)].join(base, rsuffix="__base", how="inner")
+        for metric in metrics:
+            ratio = (joined[metric] / joined[f"{metric}__base"]).replace([np.inf, -np.inf], np.nan).dropna()
+            low, high = t_interval(ratio.to_numpy(), level)
+            row[f"{metric}_ratio"] = ratio.mean() if len(ratio) else np.nan
+            row[f"{metric}_ci_low"] = low
+            row[f"{metric}_ci_high"] = high
+            row[f"{metric}_n"] = len(ratio)
+        rows.append(row)
+    return pd.DataFrame(rows)
