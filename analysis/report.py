@@ -50,7 +50,7 @@ def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
         keys += list((config.get("grid") or {}).keys())
         for group in config.get("zip") or []:
             keys += list(group.keys())
-        keys += list((config.get("params") or {}).keys())
+        # (A tuning study's params are not axes: its own plots show them.)
     return [k for k in dict.fromkeys(keys) if k in runs.columns]
 
 
