@@ -11,6 +11,8 @@
       - {policy.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
     exclude:                   # drop the cells matching every key of a rule
       - {policy.name: easy, workload.load: 1.0}
+    # grids: [{...}, {...}]    # instead of grid: the union of several grids (one-at-a-time
+    #                          # sensitivity studies); zip groups apply to each
     seeds: 2                   # or a list of seeds [1, 2, 3]
     seed: 0                    # the sweep seed that a count of seeds derives from
 
@@ -35,7 +37,7 @@ from .specfile import load_spec_file
 
 __all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand"]
 
-_TOP_KEYS = ("name", "description", "base", "grid", "zip", "exclude", "seeds", "seed")
+_TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -46,10 +48,17 @@ class SweepConfig:
     name: str
     base: dict[str, Any]
     axes: list[dict[str, list[Any]]]  # each axis: one key, or a zip group of keys
+    # (with ``grids``: one list of axes per grid; ``axes`` is then the first)
     exclude: list[dict[str, list[Any]]]
     seeds: list[int]
     raw: dict[str, Any]
     description: str = ""
+    grids: list[list[dict[str, list[Any]]]] | None = None
+
+    @property
+    def axis_sets(self) -> list[list[dict[str, list[Any]]]]:
+        """One list of axes per grid (a single grid unless the config gives ``grids``)."""
+        return self.grids if self.grids is not None else [self.axes]
 
 
 def load_sweep_config(path: str | Path) -> SweepConfig:
@@ -88,15 +97,24 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     base = raw.get("base")
     if not isinstance(base, Mapping):
         raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
-    axes: list[dict[str, list[Any]]] = []
+    if "grid" in raw and "grids" in raw:
+        raise SpecError("grids: give either 'grid' (one grid) or 'grids' (a list of grids), not both")
+    grid_list = raw.get("grids")
+    if grid_list is not None and (not isinstance(grid_list, list) or not grid_list):
+        raise SpecError("grids: expected a non-empty list of grids (mappings of dotted spec keys to lists)")
     seen: set[str] = set()
-    grid = raw.get("grid") or {}
-    if not isinstance(grid, Mapping):
-        raise SpecError(f"grid: expected a mapping of dotted spec keys to lists, got {grid!r}")
-    for key, values in grid.items():
-        _not_seed(f"grid.{key}", key)
-        axes.append({key: _list(f"grid.{key}", values)})
-        seen.add(key)
+    grid_axes: list[list[dict[str, list[Any]]]] = []
+    for g, grid in enumerate(grid_list if grid_list is not None else [raw.get("grid") or {}]):
+        path = f"grids[{g}]" if grid_list is not None else "grid"
+        if not isinstance(grid, Mapping):
+            raise SpecError(f"{path}: expected a mapping of dotted spec keys to lists, got {grid!r}")
+        these = []
+        for key, values in grid.items():
+            _not_seed(f"{path}.{key}", key)
+            these.append({key: _list(f"{path}.{key}", values)})
+            seen.add(key)
+        grid_axes.append(these)
+    zip_axes: list[dict[str, list[Any]]] = []
     zips = raw.get("zip") or []
     if not isinstance(zips, list):
         raise SpecError(f"zip: expected a list of groups, got {zips!r}")
@@ -111,7 +129,7 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
             if key in seen:
                 raise SpecError(f"zip[{i}].{key}: already an axis elsewhere in the grid")
             seen.add(key)
-        axes.append({key: list(values) for key, values in group.items()})
+        zip_axes.append({key: list(values) for key, values in group.items()})
     exclude = []
     for i, rule in enumerate(raw.get("exclude") or []):
         if not isinstance(rule, Mapping) or not rule:
@@ -139,7 +157,9 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     else:
         raise SpecError(f"seeds: expected a positive count or a non-empty list of seeds, got {seeds!r}")
     description = raw.get("description", "")
-    return SweepConfig(name, dict(base), axes, exclude, list(seeds), dict(raw), str(description))
+    axis_sets = [these + zip_axes for these in grid_axes]
+    grids = axis_sets if grid_list is not None else None
+    return SweepConfig(name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids)
 
 
 def _excluded(point: Mapping[str, Any], rules: list[dict[str, list[Any]]]) -> bool:
@@ -147,19 +167,23 @@ def _excluded(point: Mapping[str, Any], rules: list[dict[str, list[Any]]]) -> bo
 
 
 def expand(config: SweepConfig) -> list[Cell]:
-    """The cells of a sweep, in a fixed order: grid points (axes in config order, last axis
-    fastest), then seeds; excluded points dropped; cells with the same canonical spec kept once.
+    """The cells of a sweep, in a fixed order: grid points (grid by grid; axes in config order,
+    last axis fastest), then seeds; excluded points dropped; cells with the same canonical spec
+    kept once.
 
     Raises:
         SpecError: A cell's spec is invalid; the message names the cell's grid values.
     """
-    choices = []
-    for axis in config.axes:
-        keys = list(axis)
-        choices.append([dict(zip(keys, values)) for values in zip(*axis.values())])
+    points = []
+    for axes in config.axis_sets:
+        choices = []
+        for axis in axes:
+            keys = list(axis)
+            choices.append([dict(zip(keys, values)) for values in zip(*axis.values())])
+        points.extend(itertools.product(*choices) if choices else [()])
     cells: list[Cell] = []
     seen: set[str] = set()
-    for combination in itertools.product(*choices) if choices else [()]:
+    for combination in points:
         point: dict[str, Any] = {}
         for part in combination:
             point.update(part)

@@ -253,7 +253,7 @@ def test_seeds_change_cell_ids():
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({**small_raw(), "grids": {}}, r"^grids: unknown key; valid keys: name, description, base, grid, zip, exclude, seeds, seed$"),
+        ({**small_raw(), "gird": {}}, r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, seeds, seed$"),
         ({k: v for k, v in small_raw().items() if k != "name"}, r"^name: expected a name of letters, digits.*got None"),
         (small_raw(name="../escape"), r"^name: expected a name.*got '\.\./escape'"),
         (small_raw(name="a b"), r"^name: expected a name"),
@@ -468,3 +468,26 @@ def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
     header, rows = _dry_run(capsys, path, out)
     assert re.search(r"\b8 cells, 3 stored\b.*, 5 to compute$", header), header
     assert [row.split()[3] for row in rows] == ["stored"] * 3 + ["todo"] * 5
+
+
+def test_grids_are_the_union_of_their_cartesian_products():
+    # One-at-a-time sensitivity: migration cost varies at accuracy 1, accuracy varies at cost 20;
+    # the shared point (cost 20, accuracy 1.0) appears in both grids and is kept once.
+    raw = small_raw(grid=None)
+    raw.pop("grid")
+    raw["grids"] = [
+        {"policy.migration_cost": [0, 20, 600], "workload.cpu_accuracy": [1.0]},
+        {"policy.migration_cost": [20], "workload.cpu_accuracy": [0.0, 0.5, 1.0]},
+    ]
+    raw["seeds"] = [7]
+    cells = expand(parse_sweep_config(raw))
+    points = [(c.spec["policy"]["migration_cost"], c.spec["workload"]["cpu_accuracy"]) for c in cells]
+    assert points == [(0.0, 1.0), (20.0, 1.0), (600.0, 1.0), (20.0, 0.0), (20.0, 0.5)]
+    assert [c.index for c in cells] == list(range(5))
+
+
+def test_grid_and_grids_together_is_an_error():
+    raw = small_raw()
+    raw["grids"] = [{"policy.name": ["easy"]}]
+    with pytest.raises(SpecError, match=r"^grids: give either 'grid'"):
+        parse_sweep_config(raw)
