@@ -81,7 +81,9 @@ def compare(
     for name, group in df[df[policy] != baseline].groupby([*by, policy], sort=True, dropna=False):
         name = name if isinstance(name, tuple) else (name,)
         row = dict(zip([*by, policy], name))
-        joined = group.set_index(keys)[list(metrics)].join(base, rsuffix="__base", how="inner")
+        joined = group.set_index(keys)[list(metrics)].merge(
+            base.add_suffix("__base"), left_index=True, right_index=True, how="inner"
+        )
         for metric in metrics:
             ratio = (joined[metric] / joined[f"{metric}__base"]).replace([np.inf, -np.inf], np.nan).dropna()
             low, high = t_interval(ratio.to_numpy(), level)

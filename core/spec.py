@@ -34,12 +34,12 @@ from .params import (
 )
 from .platforms import PLATFORM_PARAMS, PLATFORMS
 from .policies import COMMON_POLICY_PARAMS, POLICIES, POLICY_PARAMS
-from .workloads.bandwidth import BANDWIDTH_MODELS
+from .workloads.bandwidth import check_bandwidth
 from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
 from .workloads.models import MODEL_NAMES, model_module
 from .workloads.rules import parse_estimate
 
-__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "MODEL_DEFAULT_JOBS", "set_key"]
+__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "MODEL_DEFAULT_JOBS", "set_key", "policy_runs_on"]
 
 
 def _estimate(value: Any) -> str:
@@ -91,9 +91,10 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         doc="the uninformed CPU-usage guess, in (0, 1]",
     ),
     "bandwidth": Param(
-        one_of(*BANDWIDTH_MODELS),
+        check_bandwidth,
         default="none",
-        doc=f"per-VM bandwidth demands for network-aware platforms: {' | '.join(BANDWIDTH_MODELS)}",
+        doc="per-VM bandwidth demands (Mbps) for network-aware platforms: none | {mean: M, max_mbps: 1000} "
+        "(paper 004's normal model around a mean) | {formula: paper, link_mbps: 1000, servers: 54} (as printed)",
     ),
 }
 
@@ -185,7 +186,23 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if name not in POLICIES:
         raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}")
     out["policy"] = _section("policy", policy, {**COMMON_POLICY_PARAMS, **POLICY_PARAMS[name]}, {"name": name})
+    if not policy_runs_on(name, kind):
+        fitting = ", ".join(n for n in POLICIES if policy_runs_on(n, kind))
+        raise SpecError(f"policy.name: {name!r} does not run on platform.kind {kind!r}; policies for {kind}: {fitting}")
     return out
+
+
+def policy_runs_on(name: str, kind: str) -> bool:
+    """Whether policy ``name`` runs on platform ``kind``.
+
+    A policy that declares ``platform_kinds`` runs on those kinds only; one that does not runs
+    on any platform except those that set ``needs_placement`` (they cannot place a job
+    themselves, so only policies written for them can use them).
+    """
+    kinds = getattr(POLICIES[name], "platform_kinds", None)
+    if kinds is not None:
+        return kind in kinds
+    return not getattr(PLATFORMS[kind], "needs_placement", False)
 
 
 def set_key(spec: Mapping[str, Any], dotted: str, value: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from core import simulate
+from core.platforms import PLATFORMS
 from core.simulate import RunResult
 
 from .specfile import apply_overrides, load_spec_file
@@ -68,14 +69,21 @@ def summary_table(result: RunResult) -> str:
     params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name")
     lines = [
         f"workload  {workload['trace']}",
-        f"platform  {platform['kind']}, {platform['nodes']} nodes"
-        + (f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else ""),
+        (
+            f"platform  {platform['kind']}, {platform['nodes']} nodes"
+            + (f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else "")
+            if "nodes" in platform
+            else f"platform  {platform['kind']}, " + ", ".join(f"{k}={v}" for k, v in platform.items() if k != "kind")
+        ),
         f"policy    {policy['name']}{f' ({params})' if params else ''}, estimate {workload['estimate']}, "
         f"overrun {workload['overrun']}, seed {spec['seed']}",
         "",
     ]
     rows = [*_TABLE]
     rows += [(k, f"share of VM time in tier {k[4:-6]}", "") for k in result.metrics if k.endswith("_share")]
+    if result.metrics.get("accept_rate", 1.0) != 1.0:
+        rows.insert(1, ("accept_rate", "accept rate", ""))
+    rows += [(k, k.replace("_", " "), "") for k in PLATFORMS[platform["kind"]].EXTRA_METRICS if k in result.metrics]
     width = max(len(label) for _, label, _ in rows)
     for key, label, unit in rows:
         lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key], unit):>16}")

@@ -38,7 +38,7 @@ from core.policies import POLICIES, make_policy
 from core.simulate import simulate
 from core.workloads.cpu import annotate_cpu
 from helpers import make_jobs
-from test_contract import assert_contract, audit, kth_jobs, run_counted
+from test_contract import POLICY_NAMES, assert_contract, audit, kth_jobs, run_counted
 
 EFF = 0.9
 KTH_JOBS = 3000
@@ -196,7 +196,7 @@ def check_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_
 
 
 def _contract_params():
-    for name in sorted(POLICIES):
+    for name in POLICY_NAMES:
         for tiers in (1, 2, 3):
             yield pytest.param(name, tiers, id=f"{name}-{tiers}")
 

@@ -46,12 +46,15 @@ from core.jobs import QUEUED, RUNNING
 from core.policies import POLICIES, BasePolicy, Consolidation
 from core.policies.backfill import Conservative, Easy
 from core.simulate import simulate
+from core.spec import policy_runs_on
 from core.workloads.cpu import annotate_cpu
 from core.workloads.rules import jobs_from_records
 from core.workloads.swf import header_int, read_swf
 from helpers import make_jobs
 
-POLICY_NAMES = sorted(POLICIES)
+#: Every registered policy that runs on the ``nodes`` platform (the fat-tree policies have
+#: their own contract suite, ``test_fat_tree_contract.py``).
+POLICY_NAMES = sorted(name for name in POLICIES if policy_runs_on(name, "nodes"))
 KTH_JOBS = 3000
 
 

@@ -24,9 +24,10 @@ import pytest
 from core.policies import POLICIES
 from core.rng import stream
 from core.simulate import simulate
+from core.spec import policy_runs_on
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-POLICY_NAMES = sorted(POLICIES)
+POLICY_NAMES = sorted(name for name in POLICIES if policy_runs_on(name, "nodes"))
 KTH_JOBS = 2000
 
 

@@ -11,6 +11,7 @@ from ..params import Param, positive_int
 from .nodes import FG_OVERHEAD_MAX
 from .base import BasePlatform
 from .nodes import Nodes
+from .shared_vms import SHARED_VMS_PARAMS, SharedVms
 
 __all__ = ["BasePlatform", "Nodes", "PLATFORMS", "PLATFORM_PARAMS"]
 
@@ -52,3 +53,15 @@ PLATFORM_PARAMS: dict[str, dict[str, Param]] = {
         ),
     },
 }
+
+# -- fat_tree: VM slots in a fat-tree network with guaranteed bandwidth (paper 004) ------------
+from .fat_tree import FAT_TREE_PARAMS, FatTree  # noqa: E402
+
+PLATFORMS["fat_tree"] = FatTree
+PLATFORM_PARAMS["fat_tree"] = FAT_TREE_PARAMS
+__all__ += ["FatTree"]
+
+# Paper 001's shared VMs (its parameter checks live in its module).
+__all__ += ["SharedVms"]
+PLATFORMS["shared_vms"] = SharedVms
+PLATFORM_PARAMS["shared_vms"] = SHARED_VMS_PARAMS

@@ -11,6 +11,7 @@ from ..params import Param, non_negative_number, number_or, unit_interval
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
 from .base import BasePolicy, Decision, Move, Reject, Start, Suspend
 from .consolidation import DEFAULT_BG_THRESHOLD, Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
+from .shared_vm import VM_BACKFILL_PARAMS, VmBackfill
 
 __all__ = [
     "POLICIES",
@@ -88,3 +89,16 @@ def make_policy(name: str, **params: object) -> BasePolicy:
         raise SpecError(f"policy.name: unknown policy {name!r}; valid choices: {', '.join(POLICIES)}") from None
     own = {k: v for k, v in params.items() if k not in COMMON_POLICY_PARAMS}
     return cls(**own)
+
+
+# -- scheduling over fat-tree embeddings (paper 004) --------------------------------------------
+from .bandwidth import BANDWIDTH_POLICIES, BANDWIDTH_POLICY_PARAMS  # noqa: E402
+
+POLICIES.update(BANDWIDTH_POLICIES)
+POLICY_PARAMS.update(BANDWIDTH_POLICY_PARAMS)
+
+
+# Paper 001's FCFS with backfilling on shared VMs, with its resource selectors.
+__all__ += ["VmBackfill"]
+POLICIES["vm_backfill"] = VmBackfill
+POLICY_PARAMS["vm_backfill"] = VM_BACKFILL_PARAMS

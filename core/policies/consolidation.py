@@ -52,12 +52,40 @@ if TYPE_CHECKING:
     from ..jobs import Job
     from ..platforms.nodes import Nodes
 
-__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD"]
+__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "ArrivalOrder"]
 
 #: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
 DEFAULT_BG_THRESHOLD = 0.96
 
 _ALL, _HEAD, _STARVED = "all", "head", "starved"
+
+
+class ArrivalOrder:
+    """The foreground phase's scan: job indices by arrival (ascending), each once; a job pushed
+    back during the scan (displaced in this pass) is examined again in its place."""
+
+    __slots__ = ("_heap", "_previous")
+
+    def __init__(self, indices: list[int]) -> None:
+        heapq.heapify(indices)
+        self._heap = indices
+        self._previous = -1
+
+    def __iter__(self) -> ArrivalOrder:
+        return self
+
+    def __next__(self) -> int:
+        heap = self._heap
+        while heap:
+            index = heapq.heappop(heap)
+            if index != self._previous:
+                self._previous = index
+                return index
+        raise StopIteration
+
+    def push(self, index: int) -> None:
+        """Examine ``index`` again, in its place by arrival."""
+        heapq.heappush(self._heap, index)
 
 
 class Consolidation(BasePolicy):
@@ -95,6 +123,8 @@ class Consolidation(BasePolicy):
 
     def _refresh(self, nodes: Sequence[int]) -> None:
         """Re-judge the background eligibility of ``nodes`` (their occupancy just changed)."""
+        if self.tiers == 1:
+            return  # no background tier to be eligible for
         platform, threshold = self.platform, self.bg_threshold
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
         for tier in range(1, self.tiers):
@@ -168,43 +198,70 @@ class Consolidation(BasePolicy):
 
     def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
         """Queued and background jobs in arrival order; displaced jobs rejoin the scan, since
-        they arrived after the job that displaced them (paper 000, Algorithm 1, line 14)."""
-        jobs, platform, now, queue = sim.jobs, self.platform, sim.now, sim.queue
+        they arrived after the job that displaced them (paper 000, Algorithm 1, line 14).
+
+        The resource questions go through the hooks below (:meth:`_idle_units`,
+        :meth:`_plan_now`, :meth:`_plan_displacing`, :meth:`_dispatch`,
+        :meth:`_displace_later_jobs`) and the order through :meth:`_scan_order`, so that the
+        same skeleton serves other resource models (BgMBF over fat-tree embeddings)."""
+        jobs, now, queue = sim.jobs, sim.now, sim.queue
         head_only = self.preemption == _HEAD
-        pending = [*queue, *self._bg]
-        heapq.heapify(pending)
-        previous = -1
-        while pending:
-            index = heapq.heappop(pending)
-            if index == previous:
-                continue
-            previous = index
+        order = self._scan_order(sim)
+        idle_units, plan_now, dispatch = self._idle_units, self._plan_now, self._dispatch
+        for index in order:
             job = jobs[index]
             if not (job.state == QUEUED or (job.state == RUNNING and job.tier > 0)):
                 continue  # moved up or displaced earlier in this pass
-            idle = platform.free_count(0)
-            if job.size <= idle:
-                yield from self._dispatch_foreground(job)
+            idle = idle_units()
+            plan = plan_now(job, idle)
+            if plan is not None:
+                yield from dispatch(job, plan)
                 continue
             if head_only:
                 if job.state != QUEUED:
                     continue
                 if next(iter(queue)) != index:
                     if idle == 0:
-                        return  # past the head nobody may preempt, and no VM is idle
+                        return  # past the head nobody may preempt, and nothing is idle
                     continue
             later = self._fg_later.after(index)
             if idle + later == 0:
                 return  # nothing later in arrival order can reach the foreground either
-            if job.size <= idle + later and self.may_preempt(job, now):
+            plan = self._plan_displacing(job, idle, later)
+            if plan is not None and self.may_preempt(job, now):
                 displaced: list[int] = []
-                yield from self._displace_later_jobs(job, job.size - idle, displaced)
-                yield from self._dispatch_foreground(job)
+                yield from self._displace_later_jobs(job, plan, displaced)
+                yield from dispatch(job, plan)
                 for victim in displaced:
-                    heapq.heappush(pending, victim)
+                    order.push(victim)
+
+    # -- resource hooks of the foreground phase -----------------------------------------------------
+    def _scan_order(self, sim: Engine) -> ArrivalOrder:
+        """The jobs the foreground phase examines, in order: queued and background jobs by
+        arrival."""
+        return ArrivalOrder([*sim.queue, *self._bg])
+
+    def _idle_units(self) -> int:
+        """Units a job can take without displacing anyone: the idle foreground VMs."""
+        return self.platform.free_count(0)
+
+    def _plan_now(self, job: Job, idle: int) -> object | None:
+        """How ``job`` can be dispatched to the foreground now (anything but None), or None."""
+        return True if job.size <= idle else None
+
+    def _plan_displacing(self, job: Job, idle: int, later: int) -> object | None:
+        """How ``job`` could be dispatched once jobs that arrived after it, holding ``later``
+        units, make way, or None. Here: how many of those units it needs."""
+        return job.size - idle if job.size <= idle + later else None
+
+    def _dispatch(self, job: Job, plan: object) -> Iterator[Decision]:
+        """Dispatch ``job`` to the foreground, as :meth:`_plan_now` or :meth:`_plan_displacing`
+        planned."""
+        return self._dispatch_foreground(job)
 
     def _displace_later_jobs(self, job: Job, needed: int, displaced: list[int]) -> Iterator[Decision]:
-        """Free ``needed`` foreground VMs held by jobs that arrived after ``job``.
+        """Free ``needed`` foreground VMs (the plan of :meth:`_plan_displacing`) held by jobs
+        that arrived after ``job``.
 
         As in paper 000's example (section 4.1.1: "First, collect the nodes used by J6, then
         J5, but only evicting J5 is enough for J4, thus, J6 remains"): later jobs are
