@@ -152,6 +152,55 @@ CLAIMS: list[Claim] = [
 ]
 
 
+def accepts_more(policy: str, other: str, at: float, claimed: float) -> Callable[[pd.DataFrame], tuple[str, bool]]:
+    """Embedder ``policy`` accepts at least ``claimed`` (relative) more than ``other`` at mean
+    demand ``at``, paired by seed."""
+
+    def measure(runs: pd.DataFrame) -> tuple[str, bool]:
+        runs = _ok(runs)
+        runs = runs[runs["workload.bandwidth.mean"] == at]
+        a = runs[runs["policy.embedder"] == policy].set_index("seed")["accept_rate"]
+        b = runs[runs["policy.embedder"] == other].set_index("seed")["accept_rate"]
+        gain = (a / b - 1).dropna()
+        if gain.empty:
+            return "no cells stored", False
+        low, high = t_interval(gain.to_numpy())
+        text = f"{policy} {a.mean():.3f} vs {other} {b.mean():.3f}: {100 * gain.mean():+.1f} % [{100 * low:+.1f}, {100 * high:+.1f}]"
+        return text, bool(gain.mean() >= claimed)
+
+    return measure
+
+
+def beats_within(policy: str, baseline: str, metric: str, by: tuple[str, ...]) -> Callable[[pd.DataFrame], tuple[str, bool]]:
+    """``policy`` has a lower mean ``metric`` than ``baseline`` in every group of ``by``."""
+
+    def measure(runs: pd.DataFrame) -> tuple[str, bool]:
+        runs = _ok(runs)
+        table = compare(runs[runs["policy.name"].isin([policy, baseline])], baseline=baseline, metrics=[metric], by=list(by))
+        if table.empty:
+            return "no cells stored", False
+        wins = int((table[f"{metric}_ratio"] < 1).sum())
+        ties = int((table[f"{metric}_ratio"] == 1).sum())
+        worst = table.loc[table[f"{metric}_ratio"].idxmax()]
+        text = (
+            f"{metric} {policy}/{baseline} below 1 in {wins} of {len(table)} settings ({ties} ties); "
+            f"median ratio {table[f'{metric}_ratio'].median():.2f}, worst {worst[f'{metric}_ratio']:.2f} at "
+            + ", ".join(f"{k.split('.')[-1]}={worst[k]}" for k in by)
+        )
+        return text, wins + ties == len(table) and wins > 0
+
+    return measure
+
+
+_LI_BY = ("workload.trace", "workload.bandwidth.mean", "workload.load")
+CLAIMS += [
+    Claim("004", "AdaBa accepts up to 15 % more than Oktopus at 700 Mbps", "li2018_accept", accepts_more("adaba", "oktopus", 700.0, 0.15)),
+    Claim("004", "AdaBa accepts more than first fit at 250 Mbps", "li2018_accept", accepts_more("adaba", "firstfit", 250.0, 0.0)),
+    Claim("004", "BgMBF beats FCFS on bounded slowdown", "li2018_sched", beats_within("bgmbf", "bw_fcfs", "mean_bsld", _LI_BY)),
+    Claim("004", "BgMBFSDF beats BgMBF on bounded slowdown", "li2018_sched", beats_within("bgmbfsdf", "bgmbf", "mean_bsld", _LI_BY)),
+]
+
+
 def _negate(result: tuple[str, bool]) -> tuple[str, bool]:
     return result[0], not result[1]
 
