@@ -35,7 +35,7 @@ from core.spec import set_key, validate_spec
 from .cells import Cell, cell_id, replicate_seed
 from .specfile import load_spec_file
 
-__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand"]
+__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand", "check_header"]
 
 _TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -79,6 +79,23 @@ def _not_seed(path: str, key: str) -> None:
         raise SpecError(f"{path}: give seeds with the top-level 'seeds' key, not as an axis")
 
 
+def check_header(raw: Any, keys: tuple[str, ...], source: str) -> tuple[str, Mapping[str, Any]]:
+    """Check what sweep and tuning configs share: a mapping of known ``keys`` with a ``name``
+    fit for a folder name and a ``base`` run spec; return the name and the base."""
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{source}: expected a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in keys:
+            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(keys)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
+    base = raw.get("base")
+    if not isinstance(base, Mapping):
+        raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
+    return name, base
+
+
 def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> SweepConfig:
     """Validate a sweep config mapping.
 
@@ -86,17 +103,7 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
         SpecError: Unknown keys, empty axes, zip groups of unequal lengths, bad seeds; the
             message names the key path.
     """
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"{source}: expected a mapping, got {type(raw).__name__}")
-    for key in raw:
-        if key not in _TOP_KEYS:
-            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(_TOP_KEYS)}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
-    base = raw.get("base")
-    if not isinstance(base, Mapping):
-        raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
+    name, base = check_header(raw, _TOP_KEYS, source)
     if "grid" in raw and "grids" in raw:
         raise SpecError("grids: give either 'grid' (one grid) or 'grids' (a list of grids), not both")
     grid_list = raw.get("grids")

@@ -126,17 +126,14 @@ def run_sweep(
             on_batch(runner.computed)
 
     runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
-    runner.submit(todo)
     try:
-        while runner.busy:
-            runner.step()
-    except BaseException:
-        runner.cancel()
-        raise
+        with runner:
+            runner.submit(todo)
+            while runner.busy:
+                runner.step()
     finally:
         if bar is not None:
             bar.close()
-        runner.close()
     stored = store.stored_ids()
     failed = sum(1 for c in cells if stored.get(c.cell_id) == "failed")
     elapsed = time.perf_counter() - started

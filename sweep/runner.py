@@ -121,6 +121,15 @@ class CellRunner:
         if self._backend is not None:
             self._backend.cancel()
 
+    def __enter__(self) -> CellRunner:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, traceback: object) -> None:
+        """Abandon the cells in flight if the block failed (or was interrupted); stop the backend."""
+        if kind is not None:
+            self.cancel()
+        self.close()
+
     def close(self) -> None:
         """Stop the backend."""
         if self._backend is not None:

@@ -258,35 +258,32 @@ def run_tuning(
 
         bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
     try:
-        while done + len(state.pending) < target or state.pending:
-            limit = parallel or (runner.workers if backend != "serial" else 1)
-            while done + len(state.pending) < target and len(state.pending) < limit:
-                trial = study.ask(distributions)
-                runner.submit(state.add(trial, state.cells(trial.params)))
-            for trial, rows in state.ready():
-                values, attrs = _evaluate(config, rows)
-                for key, value in attrs.items():
-                    trial.set_user_attr(key, value)
-                if values is None:
-                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                else:
-                    study.tell(trial, values if len(values) > 1 else values[0])
-                done += 1
-                if bar is not None:
-                    bar.update(1)
-            if state.pending and runner.busy:
+        with runner:
+            while done + len(state.pending) < target or state.pending:
+                limit = parallel or (runner.workers if backend != "serial" else 1)
+                while done + len(state.pending) < target and len(state.pending) < limit:
+                    trial = study.ask(distributions)
+                    runner.submit(state.add(trial, state.cells(trial.params)))
+                for trial, rows in state.ready():
+                    values, attrs = _evaluate(config, rows)
+                    for key, value in attrs.items():
+                        trial.set_user_attr(key, value)
+                    if values is None:
+                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    else:
+                        study.tell(trial, values if len(values) > 1 else values[0])
+                    done += 1
+                    if bar is not None:
+                        bar.update(1)
+                if state.pending and runner.busy:
+                    runner.step()
+            baseline_cells = state.cells(defaults)
+            runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
+            while runner.busy:
                 runner.step()
-        baseline_cells = state.cells(defaults)
-        runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
-        while runner.busy:
-            runner.step()
-    except BaseException:
-        runner.cancel()
-        raise
     finally:
         if bar is not None:
             bar.close()
-        runner.close()
     values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
     baseline = {}
     for i, (metric, _) in enumerate(config.objectives):

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 from core.errors import SpecError
 from core.spec import set_key, validate_spec
 
-from .config import _NAME
+from .config import check_header
 from .cells import replicate_seed
 from .specfile import load_spec_file
 
@@ -133,17 +133,7 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     Raises:
         SpecError: The message names the key path.
     """
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"tuning config: expected a mapping, got {type(raw).__name__}")
-    for key in raw:
-        if key not in _TOP_KEYS:
-            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(_TOP_KEYS)}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
-    base = raw.get("base")
-    if not isinstance(base, Mapping):
-        raise SpecError(f"base: expected a run spec (a mapping), got {base!r}")
+    name, base = check_header(raw, _TOP_KEYS, "tuning config")
     params_raw = raw.get("params")
     if not isinstance(params_raw, Mapping) or not params_raw:
         raise SpecError("params: expected a mapping of dotted spec keys to ranges or choices")
