@@ -77,29 +77,70 @@ class SerialBackend(Backend):
         self._queue.clear()
 
 
-class ProcessBackend(Backend):
-    """A pool of worker processes (``spawn``: fresh interpreters, as Ray workers are)."""
+def _ignore_interrupts() -> None:
+    """Pool workers leave Ctrl-C to the driver: an interrupt inside multiprocessing's queue
+    code can leave a lock held and hang the pool's shutdown."""
+    import signal
 
-    def __init__(self, workers: int | None = None) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class ProcessBackend(Backend):
+    """A pool of worker processes (``spawn``: fresh interpreters, as Ray workers are).
+
+    A worker that dies (killed, out of memory) breaks a standard pool; the backend then starts
+    a new pool and resubmits the batches that were in flight, up to ``max_retries`` times per
+    batch, as Ray does.
+    """
+
+    def __init__(self, workers: int | None = None, max_retries: int = 3) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self.max_retries = max_retries
+        self._pool = self._new_pool()
+        self._futures: dict[Future, tuple[int, Tasks, bool]] = {}
+        self._tries: dict[int, int] = {}
+
+    def _new_pool(self) -> ProcessPoolExecutor:
         import multiprocessing
 
-        self.workers = workers or os.cpu_count() or 1
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        self._futures: dict[Future, tuple[int, Tasks]] = {}
+        return ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+        )
 
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
-        self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks)
+        self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks, with_jobs)
 
     def wait(self) -> list[tuple[int, Outcomes]]:
+        from concurrent.futures.process import BrokenProcessPool
+
         done, _ = wait_futures(list(self._futures), return_when=FIRST_COMPLETED)
-        finished = []
+        finished: list[tuple[int, Outcomes]] = []
+        lost: list[tuple[int, Tasks, bool]] = []
         for future in done:
-            batch_id, tasks = self._futures.pop(future)
+            batch_id, tasks, with_jobs = self._futures.pop(future)
             try:
                 finished.append((batch_id, future.result()))
-            except Exception as error:  # noqa: BLE001 - a dead worker fails its cells, not the sweep
+            except BrokenProcessPool:
+                lost.append((batch_id, tasks, with_jobs))
+            except Exception as error:  # noqa: BLE001 - a failing batch fails its cells, not the sweep
                 finished.append((batch_id, failed_outcomes(tasks, error)))
+        if lost:
+            # Every batch still in flight was lost with the pool: run them again on a new one.
+            lost += list(self._futures.values())
+            self._futures.clear()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._new_pool()
+            for batch_id, tasks, with_jobs in lost:
+                self._retry_or_fail(batch_id, tasks, with_jobs, finished, "a worker process died")
         return finished
+
+    def _retry_or_fail(self, batch_id: int, tasks: Tasks, with_jobs: bool, finished: list, reason: str) -> None:
+        tries = self._tries.get(batch_id, 0) + 1
+        self._tries[batch_id] = tries
+        if tries > self.max_retries:
+            finished.append((batch_id, failed_outcomes(tasks, f"{reason} {tries} times")))
+        else:
+            self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks, with_jobs)
 
     def pending(self) -> int:
         return len(self._futures)
@@ -108,6 +149,9 @@ class ProcessBackend(Backend):
         for future in self._futures:
             future.cancel()
         self._futures.clear()
+        # Stop the workers now rather than let them finish batches nobody will store.
+        for process in list(getattr(self._pool, "_processes", {}).values()):
+            process.terminate()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
