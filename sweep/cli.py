@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sweep",
         nargs="*",
         metavar="BACKEND",
-        help="instead: time a 40-cell sweep (about 1 s per cell) on these backends [serial ray]",
+        help="instead: time a 60-cell sweep (about 1 s per cell) on these backends [serial ray]",
     )
     return parser
 

@@ -1,5 +1,9 @@
 """FCFS with EASY backfilling on shared VMs, combined with paper 001's resource selectors.
 
+Registered as ``vm_backfill`` (``policy: {name: vm_backfill, selector: pc-sg}``): ``backfill``
+would read as the whole backfilling family of :mod:`core.policies.backfill`, whose base class
+has that name.
+
 Job ordering (paper 001, section III): first come, first served, "complemented with backfill":
 the job at the front of the queue that cannot run "will reserve VM(s) at a future time", and
 jobs behind it may start on idle VMs "if their execution does not interfere with the job's
@@ -15,16 +19,19 @@ candidate starts if it ends by the head's shadow time on the VMs the selector pi
 fits in the extra VMs) and, the paper being silent on it, also for the running jobs whose ends
 make the head's reservation: every job's estimated end is ``start + estimate / min EC`` of its
 VMs. With estimates that bound the runtime (requested times and ``overrun: kill``) the head
-then never starts after its first shadow time, as under EASY on dedicated nodes. The
+then never starts after its first shadow time, as under EASY on dedicated nodes (unless the
+platform had to fall back to a non-fair allocation, counted in ``allocation_fallbacks``). The
 reservation counts VMs, not particular VMs: any idle VMs will do for the head.
 
 Resource selectors (section III), choosing the VMs of a job among the idle ones:
 
 ===========  ==================================================================================
 ``pc-g``     greedy: the VMs with the highest PC
-``pc-sg``    semi-greedy: let p be the N-th best PC (N = job size); among the VMs with PC >= p,
-             the N with the smallest PC (figure 6: D2 and E1 instead of A1 and B1), leaving the
-             large capacities to later jobs; the job's rate is bounded by p either way
+``pc-sg``    semi-greedy: let p be the PC of the N-th VM ``pc-g`` would pick (N = job size);
+             among the VMs with PC >= p, the N with the smallest PC (figure 6: D2 and E1
+             instead of A1 and B1), leaving the large capacities to later jobs; the job's rate
+             is bounded by p either way (if the small picks spoil larger ones on their
+             machines, the last tasks are placed greedily)
 ``pcfc-sg``  ``pc-sg``, except that a serial job goes to the highest-PC VM among those whose PC
              is at most its machine's free capacity FC (it then takes nothing from a neighbour:
              no ripple), or to the highest-PC VM when there is none
@@ -136,26 +143,31 @@ def _pc_pick(
     threshold: int | None = None,
     placed: dict[int, list[int]] | None = None,
     taken: list[int] | None = None,
+    base: dict[int, float] | None = None,
 ) -> tuple[list[int], int | None]:
     """:func:`_sequential` specialised to PC (the hot path of the PC-based selectors).
 
     Picks the highest PC first (ties: higher EC, then lower VM id), or with ``smallest`` the
     lowest PC at or above ``threshold`` (ties: lower EC, then lower VM id). PCs are compared
-    quantised to 12 decimals. Returns the picks and the quantised PC of the last one.
+    quantised to 12 decimals. ``base``: the idle VMs' PCs, if the caller has them. Returns the
+    picks and the quantised PC of the last one.
     """
     V = platform.vms
     idle = platform.idle_vms()
     pc = platform.potential_capacities()
+    if base is None:
+        base = platform.idle_potential_capacities()
     ec = platform.ec
     placed = {} if placed is None else placed
     chosen = [] if taken is None else taken
     done = set(chosen)
     sign = 1 if smallest else -1
     heap = []
-    for v in idle:
+    for v, value in base.items():
         if v in done:
             continue
-        q = int(pc(v, placed.get(v // V, ())) * _QUANTUM + 0.5)
+        group = placed.get(v // V)
+        q = int((pc(v, group) if group else value) * _QUANTUM + 0.5)
         if threshold is None or q >= threshold:
             heap.append((sign * q, sign * ec[v], v, 0))
     if not heap:
@@ -193,11 +205,12 @@ def select_pc_greedy(platform: SharedVms, size: int) -> list[int]:
 
 def select_pc_semi_greedy(platform: SharedVms, size: int) -> list[int]:
     """``pc-sg``: among the VMs at least as good as the N-th best, the N smallest."""
-    _, threshold = _pc_pick(platform, size)  # the N-th best PC (picks come in decreasing PC)
+    base = platform.idle_potential_capacities()
+    _, threshold = _pc_pick(platform, size, base=base)  # the N-th best PC (picks come in decreasing PC)
     placed: dict[int, list[int]] = {}
-    chosen, _ = _pc_pick(platform, size, smallest=True, threshold=threshold, placed=placed)
+    chosen, _ = _pc_pick(platform, size, smallest=True, threshold=threshold, placed=placed, base=base)
     if len(chosen) < size:  # the small picks spoiled some large ones: complete greedily
-        chosen, _ = _pc_pick(platform, size - len(chosen), placed=placed, taken=chosen)
+        chosen, _ = _pc_pick(platform, size - len(chosen), placed=placed, taken=chosen, base=base)
     return chosen
 
 
@@ -206,15 +219,14 @@ def select_pcfc_semi_greedy(platform: SharedVms, size: int) -> list[int]:
     if size > 1:
         return select_pc_semi_greedy(platform, size)
     V = platform.vms
-    ec, pc = platform.ec, platform.potential_capacities()
+    ec = platform.ec
     free: dict[int, float] = {}
     best = None
-    for v in sorted(platform.idle_vms()):
+    for v, value in platform.idle_potential_capacities().items():
         m = v // V
         fc = free.get(m)
         if fc is None:
             fc = free[m] = platform.free_capacity(m)
-        value = pc(v)
         if value <= fc + _TOLERANCE:
             key = (-int(value * _QUANTUM + 0.5), -ec[v], v)
             if best is None or key < best[0]:
@@ -275,6 +287,8 @@ class VmBackfill(Easy):
     """
 
     name = "vm_backfill"
+    #: Runs on shared VMs, and on dedicated nodes as EASY (see the module docstring).
+    platform_kinds = ("shared_vms", "nodes")
 
     def __init__(self, selector: str = "pc-sg") -> None:
         super().__init__()
