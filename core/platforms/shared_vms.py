@@ -39,19 +39,21 @@ on one machine and the large one on the other can split the two machines in any 
 between the two shares' ratios), and some are unstable: best responses, like the continuous
 dynamics they discretise, cycle around them. The paper does not say which point its
 simulator reached. Here a settling (:meth:`SharedVms._settle`) starts from the previous
-event's rates, the new job first, and runs in turn: Gauss-Seidel best responses; if they
-cycle, semi-smooth Newton on the piecewise-linear best-response equations of the jobs that
-cycled (others held), then best responses again; Newton over all running jobs; best
-responses under-relaxed where they reverse. Where the equations leave rates undetermined,
-jobs keep their current rates. The result is a deterministic function of the event history,
-with hysteresis like a real proportional-share scheduler.
+event's rates, the new job first, and runs the methods of :data:`SETTLE_PLAN` until one ends
+with every job at its best response: Gauss-Seidel best responses; if they cycle, semi-smooth
+Newton on the piecewise-linear best-response equations of the jobs that cycled (others held),
+then best responses again; Newton over all running jobs; best responses under-relaxed where
+they reverse; Levenberg-Marquardt on the squared residual; Newton and Levenberg-Marquardt
+restarted from the Jacobi brackets of the fixed points. Where the equations leave rates
+undetermined, jobs keep their current rates. The result is a deterministic function of the
+event history, with hysteresis like a real proportional-share scheduler.
 
-Should every method fail (rare: a few settlings in a run of 10,000 CTC-SP2 jobs on
-heterogeneous VMs, none with equal shares), :meth:`SharedVms._fallback` sets a feasible
-allocation in which every job runs at a rate it can sustain and no job could grow on spare
-capacity alone, but share-fairness is not guaranteed; it is counted in the run metric
-``allocation_fallbacks``, never silent (``strict_allocation: true`` raises
-:class:`AllocationError` instead).
+Should every method fail (none did in the paper's runs: 10,000 CTC-SP2 or LPC-EGEE jobs with
+either share preset and any selector; nor in 30,000 random small states),
+:meth:`SharedVms._fallback` sets a feasible allocation in which every job runs at a rate it can
+sustain and no job could grow on spare capacity alone, but share-fairness is not guaranteed;
+it is counted in the run metric ``allocation_fallbacks``, never silent
+(``strict_allocation: true`` raises :class:`AllocationError` instead).
 
 Computation: an event (a start or a release) marks the machines it touches; the jobs on them
 are re-evaluated; a job whose rate changes by more than :data:`RATE_TOLERANCE` queues those
@@ -97,6 +99,8 @@ __all__ = [
     "MAX_EVALUATIONS_PER_JOB",
     "REVERSALS_BEFORE_SWITCH",
     "MAX_NEWTON_STEPS",
+    "MAX_LM_STEPS",
+    "BRACKET_ITERATIONS",
     "SETTLE_PLAN",
     "OCCUPANCY_BINS",
     "waterfill",
@@ -127,7 +131,24 @@ NEWTON_ACCEPT = 4.0
 MAX_NEWTON_STEPS = 25
 
 #: The methods a settling tries in turn before the fallback (see :meth:`SharedVms._settle`).
-SETTLE_PLAN = ("plain", "newton-cycling", "plain", "newton", "plain", "relaxed")
+SETTLE_PLAN = (
+    "plain",
+    "newton-cycling",
+    "plain",
+    "newton",
+    "plain",
+    "relaxed",
+    "lm",
+    "newton-low",
+    "newton-high",
+    "lm-mid",
+)
+
+#: Levenberg-Marquardt steps per solve (accepted or not).
+MAX_LM_STEPS = 80
+
+#: Jacobi rounds computing the brackets that the last Newton solves start from.
+BRACKET_ITERATIONS = 30
 
 # Fields of a (job, machine) pair record.
 _SMIN, _SMAX, _K, _X, _MACHINE = range(5)
@@ -640,21 +661,38 @@ class SharedVms(BasePlatform):
         unequal shares its fixed points can be unstable (best responses, and the continuous
         dynamics they discretise, then oscillate around them) or form a continuum. A settling
         therefore runs the methods of :data:`SETTLE_PLAN` in turn until one ends with every
-        job at its best response: plain best responses (stopped once some job has reversed
-        direction :data:`REVERSALS_BEFORE_SWITCH` times or the evaluations pass their
-        allowance), :meth:`_newton` over all running jobs, and best responses under-relaxed
-        where they reverse. If all fail, :meth:`_fallback` (counted in
-        :attr:`allocation_fallbacks`).
+        job at its best response (see the module docstring): plain best responses stop once
+        some job has reversed direction :data:`REVERSALS_BEFORE_SWITCH` times or the
+        evaluations pass their allowance; Newton and Levenberg-Marquardt are bounded by
+        :data:`MAX_NEWTON_STEPS` and :data:`MAX_LM_STEPS`. If all fail, :meth:`_fallback`
+        (counted in :attr:`allocation_fallbacks`), or :class:`AllocationError` when
+        ``strict_allocation``.
         """
         if not self._pending:
             return
         self._reversed = set()
+        brackets = None
         for method in SETTLE_PLAN:
             if method == "newton":
                 if self._newton(sorted(self._jobs)):
                     return
             elif method == "newton-cycling":
                 if self._reversed and self._newton(sorted(self._reversed)):
+                    return
+            elif method in ("newton-low", "newton-high", "lm-mid"):
+                if brackets is None:
+                    brackets = self._brackets()
+                low, high = brackets
+                if method == "lm-mid":
+                    self._restart({index: 0.5 * (low[index] + high[index]) for index in low})
+                    if self._levenberg_marquardt():
+                        return
+                else:
+                    self._restart(low if method == "newton-low" else high)
+                    if self._newton(sorted(self._jobs)):
+                        return
+            elif method == "lm":
+                if self._levenberg_marquardt():
                     return
             elif self._best_responses(relaxed=method == "relaxed"):
                 return
@@ -664,6 +702,133 @@ class SharedVms(BasePlatform):
                 f"(methods tried: {', '.join(SETTLE_PLAN)})"
             )
         self._fallback()
+
+    def _brackets(self) -> tuple[dict[int, float], dict[int, float]]:
+        """The Jacobi brackets of the fixed points: ``low = R(high)``, ``high = R(low)`` from
+        ``low = 0``, where R gives every job its best response to the others' rates. R is
+        antitone, so ``low`` rises and ``high`` falls, and every fixed point lies between them
+        (:data:`BRACKET_ITERATIONS` rounds)."""
+        rate, cap_of, pairs_of = self._rate, self._cap, self._pairs
+        solve = self._br_general if self._mins else self._br
+        saved = dict(rate)
+
+        def respond(rates: dict[int, float]) -> dict[int, float]:
+            rate.update(rates)
+            out = {}
+            for index, pairs in pairs_of.items():
+                cap = cap_of[index]
+                out[index] = min(solve(p[_MACHINE], p[_K], p[_SMIN], cap, index) for p in pairs)
+            return out
+
+        low = {index: 0.0 for index in rate}
+        high = respond(low)
+        for _ in range(BRACKET_ITERATIONS):
+            low = respond(high)
+            high = respond(low)
+        rate.update(saved)
+        return low, high
+
+    def _levenberg_marquardt(self) -> bool:
+        """Minimise the squared best-response residual over all running jobs (Levenberg-Marquardt).
+
+        The residual of job j is ``best response(r) - r_j``; its Jacobian row is the local
+        linear form of the best response on the binding machine (as in :meth:`_newton`) minus
+        the identity. A step solves ``(J'J + mu diag(J'J)) d = -J'F`` (sparse, plain Python
+        floats) and is kept only if the residual falls; ``mu`` shrinks after a kept step and
+        grows after a rejected one. Slower than Newton, but it does not stall at the kinks
+        where the binding machine changes as easily. Returns whether every job ended at its
+        best response; if not, every job is queued for best responses again.
+        """
+        order = sorted(self._jobs)
+        n = len(order)
+        where = {index: i for i, index in enumerate(order)}
+        rate, cap_of, groups_of, pairs_of = self._rate, self._cap, self._groups, self._pairs
+        solve = self._br_general if self._mins else self._br
+        form = self._linear_form
+        caps = [cap_of[index] for index in order]
+
+        def evaluate() -> tuple[list[float], list[dict[int, float]]]:
+            residual, rows = [], []
+            for i, index in enumerate(order):
+                cap = caps[i]
+                x, binding = math.inf, None
+                for pair in pairs_of[index]:
+                    value = pair[_X] = solve(pair[_MACHINE], pair[_K], pair[_SMIN], cap, index)
+                    if value < x:
+                        x, binding = value, pair[_MACHINE]
+                residual.append(x - rate[index])
+                row = {i: -1.0}
+                slope, _, saturated = form(binding, groups_of[index][binding], cap, index, x)
+                if slope:
+                    for other in saturated:
+                        k = where[other]
+                        row[k] = row.get(k, 0.0) - 1.0 / slope
+                rows.append(row)
+            return residual, rows
+
+        residual, rows = evaluate()
+        cost = sum(f * f for f in residual)
+        mu = 1e-3
+        converged = False
+        for _ in range(MAX_LM_STEPS):
+            self.newton_steps += 1
+            if max(abs(f) for f in residual) <= RATE_TOLERANCE:
+                converged = True
+                break
+            normal: list[dict[int, float]] = [{} for _ in range(n)]
+            gradient = [0.0] * n
+            for row, f in zip(rows, residual):
+                items = list(row.items())
+                for a, va in items:
+                    gradient[a] += va * f
+                    target = normal[a]
+                    for b, vb in items:
+                        target[b] = target.get(b, 0.0) + va * vb
+            for a in range(n):
+                d = normal[a].get(a, 0.0)
+                normal[a][a] = d + mu * (d if d > 1e-12 else 1e-12)
+            step = _solve_sparse(normal, [-g for g in gradient], [0.0] * n)
+            saved = [rate[index] for index in order]
+            for i, index in enumerate(order):
+                value = saved[i] + step[i]
+                rate[index] = caps[i] if value > caps[i] else (MIN_RATE if value < MIN_RATE else value)
+            trial, trial_rows = evaluate()
+            trial_cost = sum(f * f for f in trial)
+            if trial_cost < cost:
+                residual, rows, cost = trial, trial_rows, trial_cost
+                mu = max(mu / 3.0, 1e-12)
+            else:
+                for i, index in enumerate(order):
+                    rate[index] = saved[i]
+                residual, rows = evaluate()
+                mu *= 4.0
+                if mu > 1e12:
+                    break
+        self._usage = sum(rate[index] * job.size for index, job in self._jobs.items())
+        self._changed.update(order)
+        for m in range(self.machines):
+            self._version[m] += 1
+        self._pending.clear()
+        self._queued.clear()
+        if converged:
+            return True  # the pair caches were filled at these rates by the last evaluation
+        for index in order:
+            for pair in pairs_of[index]:
+                pair[_X] = None
+            self._queued.add(index)
+            self._pending.append(index)
+        return False
+
+    def _restart(self, rates: dict[int, float]) -> None:
+        """Set every running job's rate (for a Newton solve from there); every cache is stale."""
+        for index, value in rates.items():
+            self._rate[index] = value if value > MIN_RATE else MIN_RATE
+            for pair in self._pairs[index]:
+                pair[_X] = None
+        self._usage = sum(self._rate[index] * job.size for index, job in self._jobs.items())
+        self._changed.update(rates)
+        for m in range(self.machines):
+            self._version[m] += 1
 
     def _fallback(self) -> None:
         """A feasible allocation when no fixed point was found: sustainable rates, spare CPU filled.
