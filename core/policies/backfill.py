@@ -237,20 +237,28 @@ class Easy(Backfill):
         free = sim.platform.free_count()
         if free == 0:
             return
-        memo = self._memo
-        if memo is not None and sim.now < memo[0]:
-            shadow, extra, last = memo
-            arrived = []
-            for index in reversed(queue):
-                if index <= last:
-                    break
-                arrived.append(queue[index])
-            if arrived:
-                arrived.reverse()
-                extra = yield from self._scan(sim.now, free, shadow, extra, arrived)
-                self._memo = (shadow, extra, next(reversed(queue)))
+        if (yield from self._arrivals_only(sim, free)):
             return
         yield from super().decide(sim)
+
+    def _arrivals_only(self, sim: Engine, free: int) -> Iterator[Decision]:
+        """With a valid memo, scan only the jobs that arrived since the last full pass and
+        return True; else return False (a full pass is needed)."""
+        memo = self._memo
+        if memo is None or sim.now >= memo[0]:
+            return False
+        shadow, extra, last = memo
+        queue = sim.queue
+        arrived = []
+        for index in reversed(queue):
+            if index <= last:
+                break
+            arrived.append(queue[index])
+        if arrived:
+            arrived.reverse()
+            extra = yield from self._scan(sim.now, free, shadow, extra, arrived)
+            self._memo = (shadow, extra, next(reversed(queue)))
+        return True
 
     def _backfill(self, now: float, free: int, waiting: list[Job], first: int) -> Iterator[Decision]:
         # The head's shadow time: the earliest estimated end at which enough processors are

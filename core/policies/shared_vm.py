@@ -351,20 +351,9 @@ class VmBackfill(Easy):
         free = sim.platform.free_count()
         if free == 0:
             return
-        memo = self._memo
-        if memo is not None and sim.now < memo[0]:
-            # Nothing started or ended since the last full pass (rates and PCs unchanged):
-            # only the new arrivals can be backfilled (see Easy).
-            shadow, extra, last = memo
-            arrived = []
-            for index in reversed(queue):
-                if index <= last:
-                    break
-                arrived.append(queue[index])
-            if arrived:
-                arrived.reverse()
-                extra = yield from self._scan(sim.now, free, shadow, extra, arrived)
-                self._memo = (shadow, extra, next(reversed(queue)))
+        # Nothing started or ended since the last full pass (rates and PCs unchanged): only
+        # the new arrivals can be backfilled (see Easy).
+        if (yield from self._arrivals_only(sim, free)):
             return
         while queue:
             job = next(iter(queue.values()))
