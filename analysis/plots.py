@@ -20,7 +20,7 @@ import pandas as pd
 
 from .stats import POLICY, summary
 
-__all__ = ["metric_grid", "gantt", "utilisation_over_time", "PAPER000_METRICS", "LABELS"]
+__all__ = ["metric_grid", "gantt", "utilisation_over_time", "utilisation_vs_occupancy", "PAPER000_METRICS", "LABELS"]
 
 #: Paper 000 figures 3-4: response time, bounded slowdown, migrations per job, utilisation.
 PAPER000_METRICS = ("mean_response", "mean_bsld", "migrations_per_job", "utilization")
@@ -174,6 +174,41 @@ def utilisation_over_time(segments: pd.DataFrame, nodes: int, path: str | Path, 
     ax.set_xlabel("time (s)")
     ax.set_ylabel("share of VMs held")
     ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def utilisation_vs_occupancy(runs: pd.DataFrame, path: str | Path, *, by: str = "policy.selector", title: str = "") -> Path:
+    """Paper 001 figures 7-9: mean utilisation at each occupancy level (share of machines
+    occupied, in tenths), one line per value of ``by``, from the shared-VM platform's
+    ``util_at_occ_<p>`` metrics (levels never visited are left out); the grey bars give the
+    share of time spent at each level, averaged over the lines."""
+    plt = _pyplot()
+    levels = sorted(int(c.rsplit("_", 1)[1]) for c in runs.columns if c.startswith("util_at_occ_"))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    time_share = runs[[f"time_at_occ_{p}" for p in levels]].mean().to_numpy(float) if levels else []
+    twin = ax.twinx()
+    twin.bar([p / 100 for p in levels], time_share, width=0.06, color="0.88", edgecolor="0.6", zorder=0)
+    twin.set_ylabel("share of time at this occupancy")
+    ax.set_zorder(twin.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    for i, (name, group) in enumerate(sorted(runs.groupby(by))):
+        means = group[[f"util_at_occ_{p}" for p in levels]].mean()
+        x = [p / 100 for p, v in zip(levels, means) if pd.notna(v)]
+        y = [v for v in means if pd.notna(v)]
+        grey = str(0.1 + 0.6 * i / max(1, runs[by].nunique() - 1))
+        ax.plot(x, y, marker=_MARKERS[i % len(_MARKERS)], linestyle=_STYLES[i % len(_STYLES)], color=grey, label=str(name), markerfacecolor="white" if i % 2 else grey)
+    ax.plot([0, 1], [0, 1], color="0.7", linewidth=0.8, linestyle=":", label="utilisation = occupancy")
+    ax.set_xlim(0, 1.05)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("occupancy (share of machines running a task)")
+    ax.set_ylabel("utilisation")
+    ax.legend(loc="upper left", fontsize=8)
     if title:
         ax.set_title(title)
     fig.tight_layout()

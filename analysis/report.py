@@ -9,8 +9,8 @@ when the sweep stored segments (``--jobs``), and a tuning study's plots.
 
 from __future__ import annotations
 
+import hashlib
 import html
-import itertools
 import json
 import re
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .load import load
-from .plots import LABELS, gantt, metric_grid, utilisation_over_time
+from .plots import LABELS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
 from .stats import POLICY, summary
 
 __all__ = ["write_report", "REPORT_METRICS"]
@@ -39,7 +39,15 @@ _MAX_FACETS = 12
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:80] or "all"
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "all"
+    if len(slug) > 60:  # keep names short and still distinct
+        slug = f"{slug[:50]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return slug
+
+
+def _label(combo: dict[str, str]) -> str:
+    """``key=value`` pairs for a title: a trace shows its file name only."""
+    return ", ".join(f"{k.split('.')[-1]}={Path(v).name if k.endswith('trace') else v}" for k, v in combo.items())
 
 
 def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
@@ -48,6 +56,8 @@ def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
     if manifest.exists():
         config = json.loads(manifest.read_text()).get("config", {})
         keys += list((config.get("grid") or {}).keys())
+        for grid in config.get("grids") or []:
+            keys += list(grid.keys())
         for group in config.get("zip") or []:
             keys += list(group.keys())
         # (A tuning study's params are not axes: its own plots show them.)
@@ -55,7 +65,7 @@ def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
 
 
 def _varying(runs: pd.DataFrame, column: str) -> bool:
-    return column in runs.columns and runs[column].astype(str).nunique(dropna=False) > 1
+    return column in runs.columns and runs[column].map(str).nunique(dropna=False) > 1
 
 
 def _numeric(runs: pd.DataFrame, column: str) -> bool:
@@ -78,18 +88,29 @@ def write_report(root: str | Path, out: str | Path | None = None) -> Path:
     figures: list[tuple[str, Path]] = []
     for x in [a for a in axes if a != by and _varying(ok, a) and _numeric(ok, a)]:
         others = [a for a in axes if a not in (x, by) and _varying(ok, a)]
-        combos = ok[others].astype(str).drop_duplicates().to_dict("records") if others else [{}]
+        combos = ok[others].apply(lambda column: column.map(str)).drop_duplicates().to_dict("records") if others else [{}]
         for combo in combos[:_MAX_FACETS]:
             subset = ok
             for key, value in combo.items():
-                subset = subset[subset[key].astype(str) == value]
-            label = ", ".join(f"{k}={v}" for k, v in combo.items())
+                subset = subset[subset[key].map(str) == value]
+            label = _label(combo)
             name = f"{_slug(x)}__{_slug(label)}.png"
             shown = [m for m in metrics if subset[m].notna().any()]
             if not shown or subset.empty:
                 continue
             metric_grid(subset, x, shown, figures_dir / name, by=by or x, title=label, log_y=["mean_bsld"])
             figures.append((f"{', '.join(LABELS.get(m, m) for m in shown)} against {LABELS.get(x, x)}" + (f" ({label})" if label else ""), figures_dir / name))
+    if any(c.startswith("util_at_occ_") for c in ok.columns) and "policy.selector" in ok.columns:
+        others = [a for a in axes if a != "policy.selector" and _varying(ok, a)]
+        combos = ok[others].apply(lambda column: column.map(str)).drop_duplicates().to_dict("records") if others else [{}]
+        for combo in combos[:_MAX_FACETS]:
+            subset = ok
+            for key, value in combo.items():
+                subset = subset[subset[key].map(str) == value]
+            label = _label(combo)
+            name = f"occupancy__{_slug(label)}.png"
+            utilisation_vs_occupancy(subset, figures_dir / name, title=label)
+            figures.append((f"utilisation against occupancy (paper 001 figures 7-9)" + (f" ({label})" if label else ""), figures_dir / name))
     segments = load(root, "segments")
     if not segments.empty:
         chosen = ok.drop_duplicates(by).head(4) if by else ok.head(1)
@@ -135,9 +156,9 @@ def _html(root: Path, runs: pd.DataFrame, table: pd.DataFrame, figures: list[tup
     manifest = root / "manifest.json"
     config = json.loads(manifest.read_text()).get("config", {}) if manifest.exists() else {}
     failed = runs[runs["status"] != "ok"]
-    versions = {col: sorted(runs[col].dropna().astype(str).unique()) for col in ("model_version", "package_version") if col in runs}
+    versions = {col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs}
     written = pd.to_datetime(runs["written_at"]) if "written_at" in runs else pd.Series(dtype="datetime64[ns]")
-    hosts = sorted(runs["host"].dropna().astype(str).unique()) if "host" in runs else []
+    hosts = sorted(runs["host"].dropna().map(str).unique()) if "host" in runs else []
     esc = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from analysis import compare, load, summary
-from analysis.plots import PAPER000_METRICS, gantt, metric_grid, utilisation_over_time
+from analysis.plots import PAPER000_METRICS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
 from analysis.report import write_report
 from sweep.cli import main
 from sweep.config import parse_sweep_config
@@ -125,6 +125,22 @@ def test_every_plot_function_writes_a_png(swept, tmp_path):
     one = segments[segments["cell_id"] == cell]
     assert is_png(gantt(one, tmp_path / "gantt.png"))
     assert is_png(utilisation_over_time(one, 64, tmp_path / "occupancy.png"))
+
+
+def test_utilisation_against_occupancy_from_a_shared_vm_sweep(tmp_path):
+    raw = {
+        "name": "vms",
+        "base": {"workload": {"model": "jann97", "jobs": 300, "max_size": 16}, "platform": {"kind": "shared_vms", "machines": 8, "vms": 4},
+                 "policy": {"name": "vm_backfill"}},
+        "grid": {"policy.selector": ["pc-g", "ec"]},
+        "seeds": 1,
+    }
+    outcome = run_sweep(parse_sweep_config(raw), tmp_path, backend="serial", progress=False)
+    assert outcome.failed == 0
+    runs = load(tmp_path / "vms")
+    assert is_png(utilisation_vs_occupancy(runs, tmp_path / "occ.png"))
+    page = write_report(tmp_path / "vms", tmp_path / "report")
+    assert "utilisation against occupancy" in page.read_text()
 
 
 class _Images(HTMLParser):
