@@ -52,6 +52,17 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path: str | Path, *, tight: bool = True) -> Path:
+    """Write ``fig`` as a PNG and close it."""
+    plt = _pyplot()
+    if tight:
+        fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _numeric(series: pd.Series) -> pd.Series:
     converted = pd.to_numeric(series, errors="coerce")
     return converted if converted.notna().all() else series
@@ -152,11 +163,7 @@ def gantt(segments: pd.DataFrame, path: str | Path, *, title: str = "", max_jobs
     )
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def utilisation_over_time(segments: pd.DataFrame, nodes: int, path: str | Path, *, title: str = "") -> Path:
@@ -176,11 +183,7 @@ def utilisation_over_time(segments: pd.DataFrame, nodes: int, path: str | Path, 
     ax.legend(loc="lower right", fontsize=8)
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def utilisation_vs_occupancy(runs: pd.DataFrame, path: str | Path, *, by: str = "policy.selector", title: str = "") -> Path:
@@ -211,8 +214,4 @@ def utilisation_vs_occupancy(runs: pd.DataFrame, path: str | Path, *, by: str = 
     ax.legend(loc="upper left", fontsize=8)
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -68,6 +68,16 @@ def _varying(runs: pd.DataFrame, column: str) -> bool:
     return column in runs.columns and runs[column].map(str).nunique(dropna=False) > 1
 
 
+def _facets(ok: pd.DataFrame, others: list[str]):
+    """``(label, rows)`` for each combination of the values of ``others`` present in ``ok``."""
+    combos = ok[others].apply(lambda column: column.map(str)).drop_duplicates().to_dict("records") if others else [{}]
+    for combo in combos[:_MAX_FACETS]:
+        subset = ok
+        for key, value in combo.items():
+            subset = subset[subset[key].map(str) == value]
+        yield _label(combo), subset
+
+
 def _numeric(runs: pd.DataFrame, column: str) -> bool:
     return pd.to_numeric(runs[column], errors="coerce").notna().all()
 
@@ -88,12 +98,7 @@ def write_report(root: str | Path, out: str | Path | None = None) -> Path:
     figures: list[tuple[str, Path]] = []
     for x in [a for a in axes if a != by and _varying(ok, a) and _numeric(ok, a)]:
         others = [a for a in axes if a not in (x, by) and _varying(ok, a)]
-        combos = ok[others].apply(lambda column: column.map(str)).drop_duplicates().to_dict("records") if others else [{}]
-        for combo in combos[:_MAX_FACETS]:
-            subset = ok
-            for key, value in combo.items():
-                subset = subset[subset[key].map(str) == value]
-            label = _label(combo)
+        for label, subset in _facets(ok, others):
             name = f"{_slug(x)}__{_slug(label)}.png"
             shown = [m for m in metrics if subset[m].notna().any()]
             if not shown or subset.empty:
@@ -102,12 +107,7 @@ def write_report(root: str | Path, out: str | Path | None = None) -> Path:
             figures.append((f"{', '.join(LABELS.get(m, m) for m in shown)} against {LABELS.get(x, x)}" + (f" ({label})" if label else ""), figures_dir / name))
     if any(c.startswith("util_at_occ_") for c in ok.columns) and "policy.selector" in ok.columns:
         others = [a for a in axes if a != "policy.selector" and _varying(ok, a)]
-        combos = ok[others].apply(lambda column: column.map(str)).drop_duplicates().to_dict("records") if others else [{}]
-        for combo in combos[:_MAX_FACETS]:
-            subset = ok
-            for key, value in combo.items():
-                subset = subset[subset[key].map(str) == value]
-            label = _label(combo)
+        for label, subset in _facets(ok, others):
             name = f"occupancy__{_slug(label)}.png"
             utilisation_vs_occupancy(subset, figures_dir / name, title=label)
             figures.append((f"utilisation against occupancy (paper 001 figures 7-9)" + (f" ({label})" if label else ""), figures_dir / name))
