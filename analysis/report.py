@@ -139,7 +139,7 @@ def _tuning_figures(root: Path, folder: Path) -> list[tuple[str, Path]]:
         return []
     import optuna
 
-    from sweep.tune_plots import write_tuning_plots
+    from .tune_plots import write_tuning_plots
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     names = optuna.get_all_study_names(f"sqlite:///{study_db.resolve()}")

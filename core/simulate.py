@@ -18,7 +18,7 @@ from .workloads.build import build_workload
 
 __all__ = ["RunResult", "simulate", "RUN_EXTRA_METRICS"]
 
-#: Metrics :func:`simulate` adds to :func:`core.metrics.run_metrics`'s.
+#: Metrics :func:`simulate` adds to :func:`tiersweep.core.metrics.run_metrics`'s.
 RUN_EXTRA_METRICS = ("dropped", "offered_load", "load_scale")
 
 
@@ -28,13 +28,13 @@ class RunResult:
 
     Attributes:
         spec: The validated spec, every default filled in (``platform.nodes`` resolved).
-        metrics: Run metrics (see :func:`core.metrics.run_metrics`), plus ``dropped``.
+        metrics: Run metrics (see :func:`tiersweep.core.metrics.run_metrics`), plus ``dropped``.
         report: What the workload rules dropped or changed (see
-            :class:`core.workloads.rules.WorkloadReport`).
-        jobs: Per-job records, one numpy array per column (see :func:`core.metrics.job_records`).
+            :class:`tiersweep.core.workloads.rules.WorkloadReport`).
+        jobs: Per-job records, one numpy array per column (see :func:`tiersweep.core.metrics.job_records`).
         end_time: The simulated time of the last event.
         wall_seconds: Wall-clock seconds the run took, workload loading included.
-        model_version: :data:`core.version.MODEL_VERSION` of the code that ran it.
+        model_version: :data:`tiersweep.core.version.MODEL_VERSION` of the code that ran it.
         segments: With ``record_segments``: one row per stay of a job on its VMs (columns
             ``job_id``, ``tier``, ``start_time``, ``end_time``, ``nodes`` (tuple), ``end``
             (finish, suspend or move)); else None.
@@ -54,7 +54,7 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunRe
     """Run one simulation.
 
     Args:
-        spec: A run spec (see :mod:`core.spec`).
+        spec: A run spec (see :mod:`tiersweep.core.spec`).
         record_segments: Also return every stay of every job on its VMs (for Gantt charts).
 
     Raises:

@@ -1,4 +1,4 @@
-"""Execution backends: where batches of cells run. All call :func:`sweep.batch.run_batch`.
+"""Execution backends: where batches of cells run. All call :func:`tiersweep.sweep.batch.run_batch`.
 
 * ``serial``: in the driver's process, one batch at a time (for debugging).
 * ``process``: a standard-library process pool, one worker per CPU.
@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, Mapping, Sequence
 
-from core.errors import TiersweepError
+from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
 

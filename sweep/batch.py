@@ -14,8 +14,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from core import simulate
-from core.version import MODEL_VERSION
+from ..core import simulate
+from ..core.version import MODEL_VERSION
 
 from .cells import flatten
 

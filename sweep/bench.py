@@ -16,13 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.engine import Engine
-from core.errors import TiersweepError
-from core.platforms import Nodes
-from core.policies import make_policy
-from core.workloads.cpu import annotate_cpu
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import header_int, read_swf
+from ..core.engine import Engine
+from ..core.errors import TiersweepError
+from ..core.platforms import Nodes
+from ..core.policies import make_policy
+from ..core.workloads.cpu import annotate_cpu
+from ..core.workloads.rules import jobs_from_records
+from ..core.workloads.swf import header_int, read_swf
 
 __all__ = ["BENCH_TRACES", "bench_command", "sweep_bench_command", "SWEEP_BENCH_CONFIG"]
 
@@ -67,7 +67,7 @@ def _time_whole_process(path: Path) -> float:
         spec.write_text(f"workload: {{trace: '{path}'}}\npolicy: {{name: easy}}\n", encoding="utf-8")
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "sweep.cli", "run", str(spec), "--json"],
+            [sys.executable, "-m", "tiersweep", "run", str(spec), "--json"],
             check=True,
             stdout=subprocess.DEVNULL,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "0"},

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from core.version import MODEL_VERSION
+from ..core.version import MODEL_VERSION
 
 __all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest"]
 

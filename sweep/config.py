@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.errors import SpecError
-from core.spec import set_key, validate_spec
+from ..core.errors import SpecError
+from ..core.spec import set_key, validate_spec
 
 from .cells import Cell, cell_id, replicate_seed
 from .specfile import load_spec_file

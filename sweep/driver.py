@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from core.metrics import job_columns, metric_names
-from core.platforms import PLATFORMS
-from core.simulate import RUN_EXTRA_METRICS
-from core.workloads.rules import WorkloadReport
+from ..core.metrics import job_columns, metric_names
+from ..core.platforms import PLATFORMS
+from ..core.simulate import RUN_EXTRA_METRICS
+from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
 from .config import SweepConfig, expand

@@ -10,7 +10,7 @@ from typing import Mapping
 
 import numpy as np
 
-from core.errors import TiersweepError
+from ..core.errors import TiersweepError
 
 __all__ = ["write_job_records"]
 

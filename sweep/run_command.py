@@ -6,9 +6,9 @@ import json
 import math
 from typing import Any
 
-from core import simulate
-from core.platforms import PLATFORMS
-from core.simulate import RunResult
+from ..core import simulate
+from ..core.platforms import PLATFORMS
+from ..core.simulate import RunResult
 
 from .specfile import apply_overrides, load_spec_file
 

@@ -7,8 +7,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from core.errors import SpecError
-from core.spec import set_key
+from ..core.errors import SpecError
+from ..core.spec import set_key
 
 __all__ = ["load_spec_file", "apply_overrides", "parse_override"]
 

@@ -1,6 +1,6 @@
 """The Parquet result store of a sweep: ``OUT/NAME/runs/`` and ``OUT/NAME/jobs/``.
 
-* ``runs/``: one row per cell (see :func:`sweep.batch.run_batch` for the columns).
+* ``runs/``: one row per cell (see :func:`tiersweep.sweep.batch.run_batch` for the columns).
 * ``jobs/``: per-job records keyed by ``cell_id`` (only with ``--jobs``).
 * ``segments/``: every stay of a job on its VMs (tier, start, end, nodes, how it ended), keyed
   by ``cell_id`` (only with ``--jobs``): the data of Gantt charts.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.errors import TiersweepError
+from ..core.errors import TiersweepError
 
 from .cells import Cell, cell_id, flatten, replicate_seed
 from .driver import result_columns

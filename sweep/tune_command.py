@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from .tune import run_tuning
 from .tune_config import load_tune_config
-from .tune_plots import write_tuning_plots
 
 __all__ = ["tune_command", "result_table"]
 
@@ -47,9 +47,15 @@ def tune_command(
     storage: str | None,
     backend: str,
     address: str | None,
-    plots: bool = True,
+    plots: Callable[[Any, list[str], Path], dict[str, Path]] | None = None,
 ) -> int:
-    """Run the study of a tuning config and print its table; exit status 0."""
+    """Run the study of a tuning config and print its table; exit status 0.
+
+    Args:
+        plots: Writes the study's plots, ``(study, objective metrics, folder) -> name -> path``
+            (the command line passes :func:`tiersweep.analysis.tune_plots.write_tuning_plots`;
+            plotting is analysis's, so this package does not import it); None for none.
+    """
     config = load_tune_config(config_path)
     outcome = run_tuning(config, out, backend=backend, address=address, trials=trials, storage=storage)
     study = outcome.study
@@ -63,8 +69,8 @@ def tune_command(
         + f"); {outcome.computed} cells computed now, {outcome.reused} reused from the store"
     )
     print(f"trials: {outcome.files['trials']}")
-    if plots:
-        written = write_tuning_plots(study, [m for m, _ in config.objectives], outcome.root / "plots")
+    if plots is not None:
+        written = plots(study, [m for m, _ in config.objectives], outcome.root / "plots")
         if written:
             print(f"plots: {', '.join(str(p) for p in written.values())}")
     return 0

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.errors import SpecError
-from core.spec import set_key, validate_spec
+from ..core.errors import SpecError
+from ..core.spec import set_key, validate_spec
 
 from .config import check_header
 from .cells import replicate_seed

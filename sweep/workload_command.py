@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from core.errors import SpecError
-from core.spec import validate_spec
-from core.workloads.build import MODEL_DEFAULT_NODES, build_workload, model_records
-from core.workloads.describe import describe_jobs
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import header_int, read_swf, write_swf
+from ..core.errors import SpecError
+from ..core.spec import validate_spec
+from ..core.workloads.build import MODEL_DEFAULT_NODES, build_workload, model_records
+from ..core.workloads.describe import describe_jobs
+from ..core.workloads.rules import jobs_from_records
+from ..core.workloads.swf import header_int, read_swf, write_swf
 
 from .specfile import apply_overrides, load_spec_file
 

@@ -6,12 +6,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from core.engine import Engine
-from core.jobs import Job
-from core.platforms import Nodes
-from core.policies import make_policy
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import SWF_FIELDS
+from tiersweep.core.engine import Engine
+from tiersweep.core.jobs import Job
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import make_policy
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import SWF_FIELDS
 
 
 def swf_rows(rows: Iterable[Sequence[float]]) -> np.ndarray:

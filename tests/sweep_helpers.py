@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sweep.config import SweepConfig, parse_sweep_config
-from sweep.store import read_table
+from tiersweep.sweep.config import SweepConfig, parse_sweep_config
+from tiersweep.sweep.store import read_table
 
 #: The base spec of the small sweeps.
 BASE: dict[str, Any] = {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}}

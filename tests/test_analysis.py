@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import compare, load, summary
-from analysis.plots import PAPER000_METRICS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
-from analysis.report import write_report
-from sweep.cli import main
-from sweep.config import parse_sweep_config
-from sweep.driver import run_sweep
+from tiersweep.analysis import compare, load, summary
+from tiersweep.analysis.plots import PAPER000_METRICS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
+from tiersweep.analysis.report import write_report
+from tiersweep.cli import main
+from tiersweep.sweep.config import parse_sweep_config
+from tiersweep.sweep.driver import run_sweep
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T_975_2 = 4.302652729911275

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cli import main
+from tiersweep.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "pyarrow", "ray", "optuna")
@@ -104,10 +104,10 @@ def test_core_and_run_import_no_heavy_library(tmp_path, kth_path):
     spec = write_spec(tmp_path, kth_path)
     code = (
         "import sys\n"
-        "import core\n"
+        "import tiersweep.core\n"
         f"heavy = {HEAVY!r}\n"
         "after_core = sorted({m.split('.')[0] for m in sys.modules} & set(heavy + ('yaml',)))\n"
-        "from sweep.cli import main\n"
+        "from tiersweep.cli import main\n"
         f"main(['run', {str(spec)!r}, '--json'])\n"
         "after_run = sorted({m.split('.')[0] for m in sys.modules} & set(heavy))\n"
         "print('RESULT', after_core, after_run)\n"
@@ -117,9 +117,9 @@ def test_core_and_run_import_no_heavy_library(tmp_path, kth_path):
 
 
 def test_console_script_help_lists_subcommands():
-    out = subprocess.run([sys.executable, "-m", "sweep.cli", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-m", "tiersweep", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "run" in out and "bench" in out
-    out = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-m", "tiersweep", "run", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "xfactor_threshold" in out and "--jobs-out" in out
 
 

@@ -31,12 +31,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.metrics import job_records
-from core.platforms import Nodes
-from core.policies import POLICIES, make_policy
-from core.simulate import simulate
-from core.workloads.cpu import annotate_cpu
+from tiersweep.core.engine import Engine
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import POLICIES, make_policy
+from tiersweep.core.simulate import simulate
+from tiersweep.core.workloads.cpu import annotate_cpu
 from helpers import make_jobs
 from test_contract import POLICY_NAMES, assert_contract, audit, kth_jobs, run_counted
 

@@ -1,6 +1,6 @@
 """The policy contract: invariants every registered policy keeps, on small workloads and KTH-SP2.
 
-Parametrised over every name in :data:`core.policies.POLICIES`, so a newly registered policy
+Parametrised over every name in :data:`tiersweep.core.policies.POLICIES`, so a newly registered policy
 gets the whole suite by being registered. For each schedule it checks, independently of the
 policy's own bookkeeping:
 
@@ -36,20 +36,20 @@ from unittest import mock
 import numpy as np
 import pytest
 
-import core.policies.backfill as backfill_module
-from core.engine import Engine
-from core.errors import PolicyError
-from core.jobs import Job
-from core.metrics import job_records
-from core.platforms import Nodes
-from core.jobs import QUEUED, RUNNING
-from core.policies import POLICIES, BasePolicy, Consolidation
-from core.policies.backfill import Conservative, Easy
-from core.simulate import simulate
-from core.spec import policy_runs_on
-from core.workloads.cpu import annotate_cpu
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import header_int, read_swf
+import tiersweep.core.policies.backfill as backfill_module
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import PolicyError
+from tiersweep.core.jobs import Job
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.jobs import QUEUED, RUNNING
+from tiersweep.core.policies import POLICIES, BasePolicy, Consolidation
+from tiersweep.core.policies.backfill import Conservative, Easy
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import policy_runs_on
+from tiersweep.core.workloads.cpu import annotate_cpu
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import header_int, read_swf
 from helpers import make_jobs
 
 #: Every registered policy that runs on the ``nodes`` platform (the fat-tree policies have

@@ -5,7 +5,7 @@
   freshly spawned interpreter with a different ``PYTHONHASHSEED`` (string hashing, hence set
   and dict-of-str iteration orders, differ there).
 * The backfilling policies are deterministic: a different ``seed`` changes no record.
-* :func:`core.rng.stream` gives the same numbers in every process for one (seed, purpose), and
+* :func:`tiersweep.core.rng.stream` gives the same numbers in every process for one (seed, purpose), and
   different numbers for different purposes or seeds.
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.policies import POLICIES
-from core.rng import stream
-from core.simulate import simulate
-from core.spec import policy_runs_on
+from tiersweep.core.policies import POLICIES
+from tiersweep.core.rng import stream
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import policy_runs_on
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 POLICY_NAMES = sorted(name for name in POLICIES if policy_runs_on(name, "nodes"))
@@ -67,7 +67,7 @@ def run_child(code: str, *args: str) -> subprocess.CompletedProcess:
 CHILD_SIMULATE = """
     import json, sys
     import numpy as np
-    from core.simulate import simulate
+    from tiersweep.core.simulate import simulate
 
     specs, out = json.loads(sys.argv[1]), sys.argv[2]
     arrays = {}
@@ -149,7 +149,7 @@ STREAM_CASES = [(0, "workload"), (0, "eff"), (1, "workload"), (123456789, "workl
 
 CHILD_STREAMS = """
     import json, sys
-    from core.rng import stream
+    from tiersweep.core.rng import stream
 
     cases = json.loads(sys.argv[1])
     print(json.dumps([stream(seed, purpose).random(8).tolist() for seed, purpose in cases]))

@@ -20,11 +20,11 @@ from collections import namedtuple
 
 import pytest
 
-from core.engine import Engine
-from core.errors import PolicyError
-from core.jobs import FINISHED, RUNNING
-from core.platforms import Nodes
-from core.policies import BasePolicy, Start, Suspend, make_policy
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import PolicyError
+from tiersweep.core.jobs import FINISHED, RUNNING
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import BasePolicy, Start, Suspend, make_policy
 from helpers import make_jobs
 
 

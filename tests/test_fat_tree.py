@@ -52,11 +52,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.engine import Engine
-from core.errors import SpecError
-from core.jobs import Job
-from core.platforms.embedders import EMBEDDERS, adaba, bestfit, fill, firstfit, greedy, oktopus
-from core.platforms.fat_tree import (
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import SpecError
+from tiersweep.core.jobs import Job
+from tiersweep.core.platforms.embedders import EMBEDDERS, adaba, bestfit, fill, firstfit, greedy, oktopus
+from tiersweep.core.platforms.fat_tree import (
     AGGREGATION,
     CORE,
     EDGE,
@@ -68,11 +68,11 @@ from core.platforms.fat_tree import (
     hose_loads,
     quantize,
 )
-from core.policies.bandwidth import BwReject
-from core.policies.base import Start
-from core.simulate import simulate
-from core.spec import validate_spec
-from core.workloads.bandwidth import annotate_bandwidth, check_bandwidth
+from tiersweep.core.policies.bandwidth import BwReject
+from tiersweep.core.policies.base import Start
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import validate_spec
+from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -408,7 +408,7 @@ def test_formula_model_as_printed_with_the_link_rate_as_a_cap():
 
 
 def test_bandwidth_draws_come_from_their_own_stream():
-    from core.workloads.build import build_workload
+    from tiersweep.core.workloads.build import build_workload
 
     def build(seed, **extra):
         spec = validate_spec({"seed": seed, "workload": {"model": "jann97", "jobs": 300, **extra}})
@@ -476,7 +476,7 @@ def test_tiersweep_run_on_the_fat_tree(tmp_path, kth_path):
         "policy: {name: bgmbf, embedder: adaba}\n"
     )
     def tiersweep(*args):
-        command = [sys.executable, "-m", "sweep.cli", *args]
+        command = [sys.executable, "-m", "tiersweep", *args]
         return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
 
     done = tiersweep("run", str(spec), "--json")

@@ -36,16 +36,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.jobs import FINISHED, REJECTED, Job
-from core.metrics import job_records, run_metrics
-from core.platforms.embedders import EMBEDDERS, fill
-from core.platforms.fat_tree import FatTree, FatTreeState, Placement, Request, could_ever_fit, hose_loads, quantize
-from core.policies import POLICIES
-from core.policies.bandwidth import Bgmbf, BwReject, _PriorityOrder
-from core.simulate import simulate
-from core.spec import policy_runs_on, validate_spec
-from core.workloads.build import build_workload
+from tiersweep.core.engine import Engine
+from tiersweep.core.jobs import FINISHED, REJECTED, Job
+from tiersweep.core.metrics import job_records, run_metrics
+from tiersweep.core.platforms.embedders import EMBEDDERS, fill
+from tiersweep.core.platforms.fat_tree import FatTree, FatTreeState, Placement, Request, could_ever_fit, hose_loads, quantize
+from tiersweep.core.policies import POLICIES
+from tiersweep.core.policies.bandwidth import Bgmbf, BwReject, _PriorityOrder
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import policy_runs_on, validate_spec
+from tiersweep.core.workloads.build import build_workload
 from test_contract import counting_policy
 from test_determinism import CHILD_SIMULATE, assert_records_identical, run_child
 

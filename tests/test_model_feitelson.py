@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.workloads import models
-from core.workloads.load import offered_load, scale_for_load
-from core.workloads.models import feitelson as F
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import read_swf, write_swf
+from tiersweep.core.workloads import models
+from tiersweep.core.workloads.load import offered_load, scale_for_load
+from tiersweep.core.workloads.models import feitelson as F
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import read_swf, write_swf
 
 P = 320
 SUBMIT, RUNTIME, ALLOCATED, REQUESTED, PRECEDING, THINK = 1, 3, 4, 7, 16, 17

@@ -31,12 +31,12 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from core.workloads.load import offered_load
-from core.workloads.models import ModelOutput
-from core.workloads.models import generate as registry_generate
-from core.workloads.models import jann
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import SWF_FIELDS, read_swf, write_swf
+from tiersweep.core.workloads.load import offered_load
+from tiersweep.core.workloads.models import ModelOutput
+from tiersweep.core.workloads.models import generate as registry_generate
+from tiersweep.core.workloads.models import jann
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import SWF_FIELDS, read_swf, write_swf
 
 from conftest import trace_path
 
@@ -641,7 +641,7 @@ def digest(records: np.ndarray) -> str:
 
 def test_same_records_in_another_process() -> None:
     code = (
-        "import hashlib, numpy as np; from core.workloads.models import jann; "
+        "import hashlib, numpy as np; from tiersweep.core.workloads.models import jann; "
         "r = jann.generate(2000, seed=42, machine_size=320, preset='ctc_period').records; "
         "print(hashlib.sha256(np.ascontiguousarray(r).tobytes()).hexdigest())"
     )

@@ -33,13 +33,13 @@ import pytest
 from scipy import integrate, special, stats
 
 import conftest
-from core.rng import stream
-from core.workloads.load import offered_load
-from core.workloads.models import distributions
-from core.workloads.models import generate as registry_generate
-from core.workloads.models import lublin
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import SWF_FIELDS, read_swf, write_swf
+from tiersweep.core.rng import stream
+from tiersweep.core.workloads.load import offered_load
+from tiersweep.core.workloads.models import distributions
+from tiersweep.core.workloads.models import generate as registry_generate
+from tiersweep.core.workloads.models import lublin
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import SWF_FIELDS, read_swf, write_swf
 
 ROOT = Path(__file__).resolve().parents[1]
 COL = {name: i for i, name in enumerate(SWF_FIELDS)}
@@ -446,7 +446,7 @@ def test_same_seed_same_output_different_seeds_differ_and_prefixes_agree():
 
 def test_reproducible_in_another_process():
     code = (
-        "import hashlib; from core.workloads.models import lublin;"
+        "import hashlib; from tiersweep.core.workloads.models import lublin;"
         "r = lublin.generate(4000, seed=77, machine_size=320).records;"
         "print(hashlib.sha256(r.tobytes()).hexdigest())"
     )

@@ -118,10 +118,10 @@ from typing import NamedTuple
 
 import pytest
 
-from core.engine import Engine
-from core.jobs import FINISHED
-from core.platforms import Nodes
-from core.policies import make_policy
+from tiersweep.core.engine import Engine
+from tiersweep.core.jobs import FINISHED
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import make_policy
 from helpers import make_jobs
 
 #: Fig. 1: (submit, runtime, size, requested) per job J1..J6; requested = runtime.

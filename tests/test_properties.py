@@ -25,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.errors import PolicyError
-from core.metrics import job_records
-from core.platforms import Nodes
-from core.policies import Backfill, make_policy
-from core.policies.backfill import Conservative, Easy
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import PolicyError
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import Backfill, make_policy
+from tiersweep.core.policies.backfill import Conservative, Easy
 from helpers import make_jobs
 from test_contract import (
     POLICY_NAMES,

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.engine import Engine
-from core.platforms import Nodes
-from core.policies import make_policy
+from tiersweep.core.engine import Engine
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import make_policy
 from helpers import make_jobs, run_jobs, starts
 
 N = 10

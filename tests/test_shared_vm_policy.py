@@ -20,17 +20,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.errors import SpecError
-from core.jobs import Job
-from core.metrics import job_records
-from core.platforms import Nodes, SharedVms
-from core.policies import POLICIES, make_policy
-from core.policies.shared_vm import SELECTORS, VmBackfill, select_vms
-from core.simulate import simulate
-from core.spec import policy_runs_on, validate_spec
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import SpecError
+from tiersweep.core.jobs import Job
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes, SharedVms
+from tiersweep.core.policies import POLICIES, make_policy
+from tiersweep.core.policies.shared_vm import SELECTORS, VmBackfill, select_vms
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import policy_runs_on, validate_spec
 from helpers import make_jobs
-from sweep.cli import main
+from tiersweep.cli import main
 from test_shared_vms import assert_fair
 
 # -- a platform with given PCs: the paper's figure 6 ------------------------------------------

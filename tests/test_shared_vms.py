@@ -23,15 +23,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.errors import SpecError
-from core.jobs import Job
-from core.metrics import job_records
-from core.platforms import Nodes, SharedVms
-from core.platforms.shared_vms import SHARED_VMS_PARAMS, waterfill
-from core.policies import make_policy
-from core.simulate import simulate
-from core.spec import validate_spec
+from tiersweep.core.engine import Engine
+from tiersweep.core.errors import SpecError
+from tiersweep.core.jobs import Job
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes, SharedVms
+from tiersweep.core.platforms.shared_vms import SHARED_VMS_PARAMS, waterfill
+from tiersweep.core.policies import make_policy
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import validate_spec
 from helpers import make_jobs
 
 TOL = 1e-12
@@ -130,7 +130,7 @@ class FixedPlacement:
         pass
 
     def decide(self, sim):
-        from core.policies import Start
+        from tiersweep.core.policies import Start
 
         for job in list(sim.queue.values()):
             yield Start(job, 0, self.placement[job.index])
@@ -383,8 +383,8 @@ SMALL = [(0, 100, 6, 100), (1, 100, 8, 100), (2, 50, 4, 1000), (2, 30, 2, 40), (
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy"])
 def test_one_vm_per_machine_without_caps_is_the_nodes_platform(kth_path, policy):
-    from core.workloads.rules import jobs_from_records
-    from core.workloads.swf import read_swf
+    from tiersweep.core.workloads.rules import jobs_from_records
+    from tiersweep.core.workloads.swf import read_swf
 
     records = read_swf(str(kth_path)).records
     schedules = []

@@ -15,9 +15,9 @@ import copy
 
 import pytest
 
-from core.errors import SpecError, TiersweepError
-from core.simulate import simulate
-from core.spec import set_key, validate_spec
+from tiersweep.core.errors import SpecError, TiersweepError
+from tiersweep.core.simulate import simulate
+from tiersweep.core.spec import set_key, validate_spec
 
 BASE = {"workload": {"trace": "some/trace.swf"}}
 

@@ -4,7 +4,7 @@ serial, process and Ray runs of one config store identical rows; a failing cell 
 batch sizes follow the measured cell durations.
 
 Ray tests share one local Ray per session (2 CPUs, no dashboard) started by the ``ray_cluster``
-fixture; :class:`sweep.backends.RayBackend` uses it because Ray is already initialised.
+fixture; :class:`tiersweep.sweep.backends.RayBackend` uses it because Ray is already initialised.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import math
 import pandas as pd
 import pytest
 
-from core import simulate
-from core.errors import TiersweepError, TraceFormatError
-from sweep.backends import BACKENDS, SerialBackend, make_backend
-from sweep.batch import failed_outcomes, run_batch, task_for
-from sweep.cli import main
-from sweep.config import expand, parse_sweep_config
-from sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, _batch_size, run_sweep
-from sweep.store import read_jobs
-from sweep.summary import summary_frame
+from tiersweep.core import simulate
+from tiersweep.core.errors import TiersweepError, TraceFormatError
+from tiersweep.sweep.backends import BACKENDS, SerialBackend, make_backend
+from tiersweep.sweep.batch import failed_outcomes, run_batch, task_for
+from tiersweep.cli import main
+from tiersweep.sweep.config import expand, parse_sweep_config
+from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, _batch_size, run_sweep
+from tiersweep.sweep.store import read_jobs
+from tiersweep.sweep.summary import summary_frame
 from sweep_helpers import runs_frame, small_config, small_raw, write_malformed_swf, write_swf, write_yaml
 
 

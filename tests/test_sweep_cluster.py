@@ -39,10 +39,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweep.batch import run_batch, task_for
-from sweep.cells import flatten
-from sweep.config import expand, load_sweep_config
-from sweep.store import read_table
+from tiersweep.sweep.batch import run_batch, task_for
+from tiersweep.sweep.cells import flatten
+from tiersweep.sweep.config import expand, load_sweep_config
+from tiersweep.sweep.store import read_table
 
 PROJECT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -259,7 +259,7 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
 
         with open(sweep_log, "wb") as log:
             sweep = subprocess.Popen(
-                [sys.executable, "-m", "sweep.cli", "sweep", str(config_path), "--out", str(out), "--address", address],
+                [sys.executable, "-m", "tiersweep", "sweep", str(config_path), "--out", str(out), "--address", address],
                 cwd=PROJECT, env=ray_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         stack.callback(kill_session, sweep)
@@ -312,7 +312,7 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
 
         # A re-run has nothing left to do (and so starts no Ray client at all).
         rerun = subprocess.run(
-            [sys.executable, "-m", "sweep.cli", "sweep", str(config_path), "--out", str(out), "--address", address],
+            [sys.executable, "-m", "tiersweep", "sweep", str(config_path), "--out", str(out), "--address", address],
             cwd=PROJECT, env=ray_env(), capture_output=True, text=True, timeout=300,
         )
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr

@@ -2,7 +2,7 @@
 ids, with the error messages users see (``sweep/config.py`` and ``sweep/cells.py``).
 
 Expected cell lists are built independently here (``itertools.product`` over the axes in
-config order, then the seeds) and compared with :func:`sweep.config.expand`.
+config order, then the seeds) and compared with :func:`tiersweep.sweep.config.expand`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-import sweep.cells
-from core.errors import SpecError
-from core.spec import validate_spec
-from sweep.cells import canonical_json, cell_id, flatten, replicate_seed
-from sweep.cli import main
-from sweep.config import expand, load_sweep_config, parse_sweep_config
-from sweep.driver import run_sweep
+import tiersweep.sweep.cells
+from tiersweep.core.errors import SpecError
+from tiersweep.core.spec import validate_spec
+from tiersweep.sweep.cells import canonical_json, cell_id, flatten, replicate_seed
+from tiersweep.cli import main
+from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
+from tiersweep.sweep.driver import run_sweep
 from sweep_helpers import BASE, GRID, small_config, small_raw, write_swf, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,7 +364,7 @@ def test_canonical_json_is_independent_of_key_order():
 
 _IDS_SCRIPT = """
 import json, sys
-from sweep.config import expand, parse_sweep_config
+from tiersweep.sweep.config import expand, parse_sweep_config
 print(json.dumps([c.cell_id for c in expand(parse_sweep_config(json.loads(sys.stdin.read())))]))
 """
 
@@ -382,7 +382,7 @@ def test_cell_ids_are_stable_across_processes_and_hash_seeds():
 
 def test_cell_ids_change_with_the_model_version(monkeypatch):
     before = [c.cell_id for c in expand(small_config())]
-    monkeypatch.setattr(sweep.cells, "MODEL_VERSION", sweep.cells.MODEL_VERSION + "-changed")
+    monkeypatch.setattr(tiersweep.sweep.cells, "MODEL_VERSION", tiersweep.sweep.cells.MODEL_VERSION + "-changed")
     changed = [c.cell_id for c in expand(small_config())]
     assert not set(before) & set(changed)
     monkeypatch.undo()

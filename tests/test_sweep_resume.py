@@ -7,9 +7,9 @@ visible file is whole, and running it again computes exactly the missing cells, 
 same values an uninterrupted sweep gives. A failing cell is data (a ``failed`` row), not a
 crash, and is recomputed only with ``--retry-failed``.
 
-The in-process tests call :func:`sweep.driver.run_sweep` on the serial backend; the crash
-tests run ``tiersweep sweep`` as a subprocess (``python -m sweep.cli``, or the same
-``sweep.cli.main`` through a tiny launcher that lowers ``BATCH_SECONDS`` so that small cells
+The in-process tests call :func:`tiersweep.sweep.driver.run_sweep` on the serial backend; the crash
+tests run ``tiersweep sweep`` as a subprocess (``python -m tiersweep``, or the same
+``tiersweep.cli.main`` through a tiny launcher that lowers ``BATCH_SECONDS`` so that small cells
 make many small batches, i.e. many part files to be killed between) and SIGKILL or SIGINT it,
 or SIGKILL one of its pool workers. Every cell here takes about 0.03 to 0.3 s.
 
@@ -35,10 +35,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from sweep.cli import main
-from sweep.config import expand, load_sweep_config
-from sweep.driver import run_sweep
-from sweep.store import read_jobs, read_table
+from tiersweep.cli import main
+from tiersweep.sweep.config import expand, load_sweep_config
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.store import read_jobs, read_table
 
 #: The project root (the working directory of the ``tiersweep`` subprocesses).
 PROJECT = Path(__file__).resolve().parents[1]
@@ -50,21 +50,21 @@ GRID = {"policy.name": ["easy", "amcbf", "fcfs"], "workload.load": [0.5, 0.7, 0.
 #: Columns that legitimately differ between two computations of the same cell.
 VOLATILE = ["wall_seconds", "written_at", "host"]
 
-#: ``tiersweep`` through ``sweep.cli.main`` with the batch target ``BATCH_SECONDS`` set from the
+#: ``tiersweep`` through ``tiersweep.cli.main`` with the batch target ``BATCH_SECONDS`` set from the
 #: first argument (in whichever sweep module sizes batches): with the default 3 s a serial
 #: sweep of small cells writes one file for the first cell and one for all the rest, leaving
 #: nothing to kill between two part files.
 LAUNCHER = """
 import importlib, sys
 seconds = float(sys.argv.pop(1))
-for name in ("sweep.driver", "sweep.runner"):
+for name in ("tiersweep.sweep.driver", "tiersweep.sweep.runner"):
     try:
         module = importlib.import_module(name)
     except ImportError:
         continue
     if hasattr(module, "BATCH_SECONDS"):
         module.BATCH_SECONDS = seconds
-from sweep.cli import main
+from tiersweep.cli import main
 sys.exit(main())
 """
 #: How long a subprocess sweep may take before the test gives up (a loaded 2-CPU machine).
@@ -118,7 +118,7 @@ def start_tiersweep(args: list[str], logs: Path, *, batch_seconds: float | None 
     """``tiersweep ARGS`` as a subprocess in its own session (so that its process group, pool
     workers included, can be signalled and cleaned up), output to files under ``logs``."""
     if batch_seconds is None:
-        command = [sys.executable, "-m", "sweep.cli", *args]
+        command = [sys.executable, "-m", "tiersweep", *args]
     else:
         command = [sys.executable, "-c", LAUNCHER, str(batch_seconds), *args]
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
@@ -346,7 +346,7 @@ def test_a_leftover_temporary_file_of_a_killed_write_is_invisible(tmp_path, refe
 
 @pytest.mark.parametrize("backend", ["serial", "process"])
 def test_sigint_exits_130_keeps_whole_rows_and_resume_finishes(tmp_path, reference, backend):
-    """SIGINT to the ``tiersweep`` process (``kill -INT``; the real ``python -m sweep.cli`` with
+    """SIGINT to the ``tiersweep`` process (``kill -INT``; the real ``python -m tiersweep`` with
     its default batch sizes). With the process backend only the driver gets it; the terminal's
     Ctrl-C, which also reaches the pool workers, can hang the driver at exit (rarely: a race,
     so not asserted here; see the report of this test file)."""

@@ -1,6 +1,6 @@
 """The Parquet result store of a sweep (``sweep/store.py``): what a serial sweep writes to
 ``OUT/NAME/runs`` and ``jobs``, that standard readers see one row per cell with the documented
-columns and types, that the stored metrics are what :func:`core.simulate` computes, atomic
+columns and types, that the stored metrics are what :func:`tiersweep.core.simulate` computes, atomic
 part files, ``--force`` rows and :func:`compact`, and :func:`spec_column_types`.
 """
 
@@ -20,17 +20,17 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from core import simulate
-from core.metrics import job_columns, metric_names
-from core.simulate import RUN_EXTRA_METRICS
-from core.version import MODEL_VERSION
-from core.workloads.rules import WorkloadReport
-from sweep.batch import package_version, run_batch, task_for
-from sweep.cells import flatten
-from sweep.cli import main
-from sweep.config import expand
-from sweep.driver import run_sweep
-from sweep.store import Store, compact, read_jobs, read_table, spec_column_types
+from tiersweep.core import simulate
+from tiersweep.core.metrics import job_columns, metric_names
+from tiersweep.core.simulate import RUN_EXTRA_METRICS
+from tiersweep.core.version import MODEL_VERSION
+from tiersweep.core.workloads.rules import WorkloadReport
+from tiersweep.sweep.batch import package_version, run_batch, task_for
+from tiersweep.sweep.cells import flatten
+from tiersweep.cli import main
+from tiersweep.sweep.config import expand
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.store import Store, compact, read_jobs, read_table, spec_column_types
 from sweep_helpers import small_config, small_raw
 
 PART = re.compile(r"^part-\d{8}T\d{12}-[0-9a-f]{8}\.parquet$")

@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 import pytest
 
-from core.errors import TraceFormatError
-from core.workloads.swf import SWF_FIELDS, SwfLog, header_int, read_swf, write_swf
+from tiersweep.core.errors import TraceFormatError
+from tiersweep.core.workloads.swf import SWF_FIELDS, SwfLog, header_int, read_swf, write_swf
 
 GZIP_MAGIC = b"\x1f\x8b"
 

@@ -1,6 +1,6 @@
 """The tiered-node progress model (DESIGN 4.1; paper 000, section 5.1) and the ``nodes`` platform.
 
-Rates are driven through the real :class:`~core.engine.Engine` by a tiny scripted policy
+Rates are driven through the real :class:`tiersweep.core.engine.Engine` by a tiny scripted policy
 (:class:`Placed`) that starts every job on the VMs the test chose, so each expectation is a
 finish time computed by hand from piecewise-constant rates. With ``fg_overhead=0`` and a fixed
 ``bg_efficiency`` nothing is random:
@@ -30,13 +30,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.engine import Engine
-from core.metrics import job_records, run_metrics
-from core.platforms import Nodes
-from core.policies import make_policy
-from core.policies.base import BasePolicy, Start
-from core.simulate import simulate
-from core.workloads.cpu import annotate_cpu
+from tiersweep.core.engine import Engine
+from tiersweep.core.metrics import job_records, run_metrics
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import make_policy
+from tiersweep.core.policies.base import BasePolicy, Start
+from tiersweep.core.simulate import simulate
+from tiersweep.core.workloads.cpu import annotate_cpu
 from helpers import make_jobs
 from test_contract import audit, counting_policy, kth_jobs
 

@@ -1,4 +1,4 @@
-"""The tuning layer (``sweep/tune_config.py``, ``sweep/tune.py``, ``sweep/tune_plots.py``,
+"""The tuning layer (``sweep/tune_config.py``, ``sweep/tune.py``, ``analysis/tune_plots.py``,
 ``sweep/tune_command.py`` and ``tiersweep tune``).
 
 Every study here is tiny: AMCBF on 300 jann97 jobs over 64 two-tier nodes, tuning
@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import SpecError, TiersweepError
-from sweep.cli import main
-from sweep.store import read_table
-from sweep.tune import TuneOutcome, run_tuning
-from sweep.tune_config import load_tune_config, parse_tune_config
-from sweep.tune_plots import write_tuning_plots
+from tiersweep.core.errors import SpecError, TiersweepError
+from tiersweep.cli import main
+from tiersweep.sweep.store import read_table
+from tiersweep.sweep.tune import TuneOutcome, run_tuning
+from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
+from tiersweep.analysis.tune_plots import write_tuning_plots
 from sweep_helpers import write_malformed_swf, write_swf, write_yaml
 
 #: The paper's background-utilisation threshold: the spec default of ``policy.bg_threshold``.

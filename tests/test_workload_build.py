@@ -15,13 +15,13 @@ import json
 import numpy as np
 import pytest
 
-from core import simulate
-from core.errors import SpecError
-from core.spec import validate_spec
-from core.workloads.build import build_workload
-from core.workloads.rules import jobs_from_records
-from core.workloads.swf import read_swf
-from sweep.cli import main
+from tiersweep.core import simulate
+from tiersweep.core.errors import SpecError
+from tiersweep.core.spec import validate_spec
+from tiersweep.core.workloads.build import build_workload
+from tiersweep.core.workloads.rules import jobs_from_records
+from tiersweep.core.workloads.swf import read_swf
+from tiersweep.cli import main
 
 MODELS = ("feitelson96", "jann97", "lublin03")
 
@@ -166,8 +166,8 @@ def test_generate_rejects_a_bad_parameter(tmp_path, capsys):
 
 CHILD = """
 import json, sys
-from core.spec import validate_spec
-from core.workloads.build import build_workload
+from tiersweep.core.spec import validate_spec
+from tiersweep.core.workloads.build import build_workload
 spec = validate_spec(json.loads(sys.argv[1]))
 jobs = build_workload(spec["workload"], seed=spec["seed"], nodes=None).jobs
 print(json.dumps([[j.submit_time, j.size, j.runtime, list(j.cpu_true)] for j in jobs]))

@@ -18,10 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import TraceFormatError
-from core.simulate import simulate
-from core.workloads.rules import WorkloadReport, jobs_from_records, parse_estimate
-from core.workloads.swf import read_swf
+from tiersweep.core.errors import TraceFormatError
+from tiersweep.core.simulate import simulate
+from tiersweep.core.workloads.rules import WorkloadReport, jobs_from_records, parse_estimate
+from tiersweep.core.workloads.swf import read_swf
 from helpers import swf_rows
 
 

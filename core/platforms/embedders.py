@@ -1,8 +1,8 @@
 """Virtual-cluster embedders for the ``fat_tree`` platform (paper 004, sections 4.1 and 5.3.1).
 
 Each embedder is a function ``embed(state, request) -> Placement | None`` of a
-:class:`~core.platforms.fat_tree.FatTreeState` (read, never changed) and a
-:class:`~core.platforms.fat_tree.Request`. None means it found no placement. A placement never
+:class:`tiersweep.core.platforms.fat_tree.FatTreeState` (read, never changed) and a
+:class:`tiersweep.core.platforms.fat_tree.Request`. None means it found no placement. A placement never
 oversubscribes a slot or a link: every embedder builds it with the same exact checks that
 :meth:`FatTree.check_start` applies, and the engine checks it again.
 

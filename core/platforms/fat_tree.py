@@ -27,7 +27,7 @@ its capacity, and "fits" is an exact comparison, never a tolerance.
 
 A job holds its slots and bandwidth from its start until it finishes or is suspended; it runs
 at rate 1 all the while (its bandwidth is guaranteed). The platform never chooses a
-placement: an embedder (:mod:`core.platforms.embedders`) proposes one and the engine has
+placement: an embedder (:mod:`tiersweep.core.platforms.embedders`) proposes one and the engine has
 :meth:`FatTree.check_start` verify it before anything is applied.
 """
 
@@ -365,7 +365,7 @@ class FatTree(BasePlatform):
     EXTRA_METRICS = ("mean_bandwidth", "link_utilization", "slot_utilization", "single_server_fraction")
     tracks_time = True
     #: The platform never chooses a placement: only policies written for it (whose
-    #: ``platform_kinds`` name ``fat_tree``) can run here (see :func:`core.spec.policy_runs_on`).
+    #: ``platform_kinds`` name ``fat_tree``) can run here (see :func:`tiersweep.core.spec.policy_runs_on`).
     needs_placement = True
 
     def __init__(self, k: int = 6, slots: int = 8, link_mbps: float = 1000.0, *, seed: int = 0) -> None:
@@ -514,7 +514,7 @@ def _even_k(value: object) -> int:
     raise ValueError(f"expected an even integer >= 2, got {value!r}")
 
 
-#: The spec keys of ``platform: {kind: fat_tree, ...}`` (registered in :mod:`core.platforms`).
+#: The spec keys of ``platform: {kind: fat_tree, ...}`` (registered in :mod:`tiersweep.core.platforms`).
 FAT_TREE_PARAMS: dict[str, Param] = {
     "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
     "slots": Param(positive_int, default=8, doc="VM slots per server (8: 432 slots with k = 6)"),

@@ -296,7 +296,7 @@ def _shares(value: Any) -> str | list[float]:
     raise ValueError(f"expected {' or '.join(SHARE_PRESETS)} or a list of positive shares (one per VM of a machine), got {value!r}")
 
 
-#: The spec keys of ``platform: {kind: shared_vms}`` (registered in :mod:`core.platforms`).
+#: The spec keys of ``platform: {kind: shared_vms}`` (registered in :mod:`tiersweep.core.platforms`).
 SHARED_VMS_PARAMS: dict[str, Param] = {
     "machines": Param(positive_int, default=64, doc="physical machines P, each of CPU capacity 1 (paper 001: 64)"),
     "vms": Param(positive_int, default=4, doc="VMs per machine V, one task each (paper 001: 4)"),

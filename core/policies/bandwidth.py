@@ -2,7 +2,7 @@
 
 Every policy here runs on the ``fat_tree`` platform only (:attr:`EmbeddingPolicy.platform_kinds`)
 and starts a job only where its ``embedder`` (``adaba``, ``oktopus``, ``greedy``, ``bestfit`` or
-``firstfit``; :mod:`core.platforms.embedders`) places its virtual cluster.
+``firstfit``; :mod:`tiersweep.core.platforms.embedders`) places its virtual cluster.
 
 ============  ==============================================================================
 ``bw_fcfs``   first come, first served: queued jobs start in arrival order while they embed;
@@ -10,7 +10,7 @@ and starts a job only where its ``embedder`` (``adaba``, ``oktopus``, ``greedy``
 ``sbf``       the same with the queue ordered by per-VM bandwidth demand, smallest first
 ``sdf``       the same with the queue ordered by estimated duration, shortest first
 ``bgmbf``     Algorithm 2: AMBF over embeddings (the migration-supported backfilling family of
-              :mod:`core.policies.consolidation`): queue in arrival order, any job that embeds
+              :mod:`tiersweep.core.policies.consolidation`): queue in arrival order, any job that embeds
               now starts (recorded as backfilled unless it is the head); when the head cannot
               embed but could with every job that arrived after it removed, those are
               suspended (they pay the migration cost when they restart) and the head starts
@@ -83,7 +83,7 @@ class EmbeddingPolicy(BasePolicy):
     failed embeddings, and turning away jobs that could never be placed.
 
     Args:
-        embedder: The name of the embedder (see :data:`core.platforms.embedders.EMBEDDERS`).
+        embedder: The name of the embedder (see :data:`tiersweep.core.platforms.embedders.EMBEDDERS`).
     """
 
     #: The platform kinds this policy runs on (checked by the spec validator and the tests).
@@ -278,7 +278,7 @@ class Bgmbf(EmbeddingPolicy, Ambf):
     resource questions are answered by the embedder.
 
     The scan, the head-only preemption and the index of later-arrived running jobs are AMBF's
-    (:class:`core.policies.consolidation.Consolidation`); this class only says what "fits"
+    (:class:`tiersweep.core.policies.consolidation.Consolidation`); this class only says what "fits"
     means (an embedding), what dispatching is (starting on that embedding) and that the head
     displaces every later arrival at once, as Algorithm 2 does (lines 13-18).
 
@@ -367,7 +367,7 @@ def _embedder(value: object) -> str:
 _EMBEDDER = Param(_embedder, default=DEFAULT_EMBEDDER, doc=f"virtual-cluster embedder: {' | '.join(EMBEDDERS)}")
 
 #: The policies of this module by registry name, and their own spec keys (registered in
-#: :mod:`core.policies`).
+#: :mod:`tiersweep.core.policies`).
 BANDWIDTH_POLICIES: dict[str, type[EmbeddingPolicy]] = {
     cls.name: cls for cls in (BwFcfs, Sbf, Sdf, Bgmbf, Bgmbfsdf, BwReject)
 }

@@ -1,14 +1,14 @@
 """FCFS with EASY backfilling on shared VMs, combined with paper 001's resource selectors.
 
 Registered as ``vm_backfill`` (``policy: {name: vm_backfill, selector: pc-sg}``): ``backfill``
-would read as the whole backfilling family of :mod:`core.policies.backfill`, whose base class
+would read as the whole backfilling family of :mod:`tiersweep.core.policies.backfill`, whose base class
 has that name.
 
 Job ordering (paper 001, section III): first come, first served, "complemented with backfill":
 the job at the front of the queue that cannot run "will reserve VM(s) at a future time", and
 jobs behind it may start on idle VMs "if their execution does not interfere with the job's
 reservation". That is EASY backfilling (one reservation, the head's), here in the textbook
-shadow-time / extra-VMs form of :class:`core.policies.backfill.Easy`, with VMs as the unit.
+shadow-time / extra-VMs form of :class:`tiersweep.core.policies.backfill.Easy`, with VMs as the unit.
 
 Runtime estimates: "we use EC, which represents the worst-case utilization of a VM, to estimate
 the runtime of a queued job conservatively". A job placed on VMs ``vms`` progresses at least at
@@ -258,7 +258,7 @@ SELECTORS: dict[str, Callable[[SharedVms, int], list[int]]] = {
 }
 
 
-#: The spec keys of ``policy: {name: vm_backfill}`` (registered in :mod:`core.policies`).
+#: The spec keys of ``policy: {name: vm_backfill}`` (registered in :mod:`tiersweep.core.policies`).
 VM_BACKFILL_PARAMS: dict[str, Param] = {
     "selector": Param(
         one_of(*SELECTORS),

@@ -5,7 +5,7 @@ job per line with 18 whitespace-separated numeric fields, ``-1`` meaning unknown
 gzip-compressed; that is detected from the content, not the file name.
 
 This module only parses and writes: it returns the raw 18-column table. Deciding what a job's
-size is, dropping invalid jobs, sorting and so on is the job of :mod:`core.workloads.trace`.
+size is, dropping invalid jobs, sorting and so on is the job of :mod:`tiersweep.core.workloads.trace`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each model module exposes ``NAME``, ``PRESETS`` (preset name -> parameter dict),
 ``DEFAULT_PRESET`` and ``generate(jobs, *, seed, machine_size, preset, load_scale, max_size,
 **overrides) -> ModelOutput``. A generator is a pure function of its arguments: the same
 arguments give the same records in any process. Its records go through the same workload
-rules as a trace's (:func:`core.workloads.rules.jobs_from_records`).
+rules as a trace's (:func:`tiersweep.core.workloads.rules.jobs_from_records`).
 """
 
 from __future__ import annotations

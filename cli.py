@@ -1,4 +1,5 @@
-"""The ``tiersweep`` command line.
+"""The ``tiersweep`` command line: the one module that joins ``core``, ``sweep`` and ``analysis``
+(dependencies otherwise point one way, ``analysis -> sweep -> core``).
 
 Heavy libraries (pandas, pyarrow, ray, optuna) are imported only inside the subcommands that
 need them, so ``tiersweep run`` starts as fast as numpy allows.
@@ -14,9 +15,9 @@ __all__ = ["main", "build_parser"]
 
 def spec_help() -> str:
     """Every spec key with its default and meaning, generated from the declared parameters."""
-    from core.platforms import PLATFORM_PARAMS
-    from core.policies import COMMON_POLICY_PARAMS, POLICY_PARAMS
-    from core.spec import WORKLOAD_PARAMS
+    from .core.platforms import PLATFORM_PARAMS
+    from .core.policies import COMMON_POLICY_PARAMS, POLICY_PARAMS
+    from .core.spec import WORKLOAD_PARAMS
 
     def block(params, indent="    "):
         return [f"{indent}{key}: {p.doc} [{p.default}]" for key, p in params.items()]
@@ -183,15 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tiersweep`` console script."""
     args = build_parser().parse_args(argv)
-    from core.errors import TiersweepError
+    from .core.errors import TiersweepError
 
     try:
         if args.command == "run":
-            from .run_command import run_command
+            from .sweep.run_command import run_command
 
             return run_command(args.spec, args.overrides, args.json, args.jobs_out)
         if args.command == "sweep":
-            from .sweep_command import sweep_command
+            from .sweep.sweep_command import sweep_command
 
             return sweep_command(
                 args.config,
@@ -205,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 dry_run=args.dry_run,
             )
         if args.command == "tune":
-            from .tune_command import tune_command
+            from .analysis.tune_plots import write_tuning_plots
+            from .sweep.tune_command import tune_command
 
             return tune_command(
                 args.config,
@@ -214,12 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 storage=args.storage,
                 backend=args.backend,
                 address=args.address,
-                plots=not args.no_plots,
+                plots=None if args.no_plots else write_tuning_plots,
             )
         if args.command == "report":
-            # The one place the command line reaches up into analysis/ (lazily): the report
-            # is analysis's, the command is the user's entry point.
-            from analysis.report import write_report
+            from .analysis.report import write_report
 
             try:
                 page = write_report(args.root, args.out)
@@ -228,11 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"report: {page}")
             return 0
         if args.command == "compact":
-            from .sweep_command import compact_command
+            from .sweep.sweep_command import compact_command
 
             return compact_command(args.root)
         if args.command == "workload":
-            from .workload_command import describe_command, generate_command
+            from .sweep.workload_command import describe_command, generate_command
 
             if args.workload_command == "generate":
                 return generate_command(
@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             return describe_command(args.path, args.overrides, args.json, args.plot)
         if args.command == "bench":
-            from .bench import bench_command, sweep_bench_command
+            from .sweep.bench import bench_command, sweep_bench_command
 
             if args.sweep is not None:
                 return sweep_bench_command(args.sweep or ["serial", "ray"])
