@@ -15,34 +15,35 @@ __all__ = ["main", "build_parser"]
 
 def spec_help() -> str:
     """Every spec key with its default and meaning, generated from the declared parameters."""
-    from .core.platforms import PLATFORM_PARAMS
-    from .core.policies import COMMON_POLICY_PARAMS, POLICY_PARAMS
-    from .core.spec import WORKLOAD_PARAMS
+    from .core.capabilities import CAPABILITIES
+    from .core.platforms import COMMON_PLATFORM_PARAMS, PLATFORMS
+    from .core.policies import POLICIES
+    from .core.spec import WORKLOAD_PARAMS, policy_runs_on
 
     def block(params, indent="    "):
         return [f"{indent}{key}: {p.doc} [{p.default}]" for key, p in params.items()]
 
     lines = ["A spec is a YAML mapping (defaults in brackets):", "", "  seed: the run's seed [0]", "  workload:"]
     lines += block(WORKLOAD_PARAMS)
-    lines.append("  platform:")
-    for kind, params in PLATFORM_PARAMS.items():
-        lines.append(f"    kind: {kind}")
-        lines += block(params, "      ")
-    lines.append("  policy:")
-    lines.append(f"    name: {' | '.join(POLICY_PARAMS)} [easy]")
-    lines += block(COMMON_POLICY_PARAMS)
-    users: dict[str, list[str]] = {}
-    for name, params in POLICY_PARAMS.items():
-        for key in params:
-            users.setdefault(key, []).append(name)
-    for key, names in users.items():
-        param = POLICY_PARAMS[names[0]][key]
-        lines.append(f"    {key} ({', '.join(names)} only): {param.doc} [{param.default}]")
+    lines.append(f"  platform:  (kind: {' | '.join(PLATFORMS)} [nodes])")
+    lines += block(COMMON_PLATFORM_PARAMS)
+    lines.append("    (policy.migration_cost, where older specs and grids give it, means platform.migration_cost)")
+    for kind, cls in PLATFORMS.items():
+        lines.append(f"    kind: {kind}  (offers: {', '.join(sorted(cls.CAPABILITIES))})")
+        lines += block(cls.params, "      ")
+    lines.append(f"  policy:  (name: {' | '.join(POLICIES)} [easy])")
+    for name, cls in POLICIES.items():
+        kinds = [kind for kind in PLATFORMS if policy_runs_on(name, kind)]
+        needs = f"needs {', '.join(sorted(cls.requires))}; " if cls.requires else ""
+        lines.append(f"    name: {name}  ({needs}runs on {', '.join(kinds) or 'no registered platform'})")
+        lines += block(cls.params, "      ")
+    lines += ["", "Platform capabilities (a policy runs on a platform that offers all it needs):"]
+    lines += [f"  {name}: {meaning}" for name, meaning in CAPABILITIES.items()]
     lines += [
         "",
         "Relative trace paths are taken from the current directory. Example:",
-        "  policy: {name: amcbf, bg_threshold: 0.96, migration_cost: 20}",
-        "  platform: {kind: nodes, nodes: 320, tiers: 2}",
+        "  policy: {name: amcbf, bg_threshold: 0.96}",
+        "  platform: {kind: nodes, nodes: 320, tiers: 2, migration_cost: 20}",
     ]
     return "\n".join(lines)
 

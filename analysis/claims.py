@@ -133,7 +133,7 @@ def beats_along(axis: str, at: float | None, policy: str, baseline: str, metric:
 
 
 #: The factors of ``liu2013_sensitivity`` at their default values (as stored).
-SENSITIVITY_DEFAULTS = {"policy.migration_cost": "20.0", "workload.cpu_accuracy": "1.0", "workload.cpu_usage": "[0.4, 1.0]"}
+SENSITIVITY_DEFAULTS = {"platform.migration_cost": "20.0", "workload.cpu_accuracy": "1.0", "workload.cpu_usage": "[0.4, 1.0]"}
 
 CLAIMS: list[Claim] = [
     Claim("000", "AMCBF beats EASY on response time and bounded slowdown (FWorkload)", "liu2013_fworkload", beats("amcbf", "easy", ("mean_response", "mean_bsld"))),
@@ -146,7 +146,7 @@ CLAIMS: list[Claim] = [
     Claim("000", "AMBF beats CMBF on response time and bounded slowdown (FWorkload)", "liu2013_fworkload", beats("ambf", "cmbf", ("mean_response", "mean_bsld"))),
     Claim("000", "Utilisation gain of AMCBF over EASY up to 2.4 % (FWorkload)", "liu2013_fworkload", utilisation_gain("amcbf", "easy", 2.4)),
     Claim("000", "Utilisation gain of AMCBF over EASY up to 3.1 % (JWorkload)", "liu2013_jworkload", utilisation_gain("amcbf", "easy", 3.1)),
-    Claim("000", "AMCBF still beats EASY at 600 s migration cost (FWorkload, bounded slowdown)", "liu2013_sensitivity", beats_along("policy.migration_cost", 600.0, "amcbf", "easy", "mean_bsld")),
+    Claim("000", "AMCBF still beats EASY at 600 s migration cost (FWorkload, bounded slowdown)", "liu2013_sensitivity", beats_along("platform.migration_cost", 600.0, "amcbf", "easy", "mean_bsld")),
     Claim("000", "AMCBF beats EASY even without CPU-usage information (accuracy 0, bounded slowdown)", "liu2013_sensitivity", beats_along("workload.cpu_accuracy", 0.0, "amcbf", "easy", "mean_bsld")),
     Claim("000", "AMCBF beats EASY for average CPU usage below 95 % (FWorkload, bounded slowdown)", "liu2013_sensitivity", beats_along("workload.cpu_usage", None, "amcbf", "easy", "mean_bsld")),
 ]

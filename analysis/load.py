@@ -2,8 +2,10 @@
 
 Each part file is read on its own and the parts are concatenated, so files written by older
 versions of tiersweep (fewer or other columns) still load: a column missing from a file is
-filled with missing values. ``runs`` keeps the newest row of each cell (``--force`` reruns);
-``jobs`` and ``segments`` keep the rows of those runs.
+filled with missing values, and a spec key that has moved since (``policy.migration_cost``, now
+``platform.migration_cost``; :data:`tiersweep.core.spec.KEY_ALIASES`) is read under its new name.
+``runs`` keeps the newest row of each cell (``--force`` reruns); ``jobs`` and ``segments`` keep
+the rows of those runs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+
+from ..core.spec import KEY_ALIASES
 
 __all__ = ["load", "TABLES"]
 
@@ -28,7 +32,20 @@ def _read_folder(folder: Path) -> pd.DataFrame:
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame(columns=pq.read_schema(files[0]).names)
-    return pd.concat(frames, ignore_index=True, sort=False)
+    return _renamed_keys(pd.concat(frames, ignore_index=True, sort=False))
+
+
+def _renamed_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns of moved spec keys under their new names (old files fill the new column)."""
+    for old, new in KEY_ALIASES.items():
+        if old not in frame.columns:
+            continue
+        if new in frame.columns:
+            frame[new] = frame[new].fillna(frame[old])
+            frame = frame.drop(columns=old)
+        else:
+            frame = frame.rename(columns={old: new})
+    return frame
 
 
 def load(path: str | Path, table: str = "runs") -> pd.DataFrame:

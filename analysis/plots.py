@@ -33,7 +33,7 @@ LABELS = {
     "utilization": "utilisation",
     "accept_rate": "accept rate",
     "workload.load": "offered load",
-    "policy.migration_cost": "migration cost (s)",
+    "platform.migration_cost": "migration cost (s)",
     "workload.cpu_accuracy": "CPU-estimate accuracy",
     "median_xf": "median expansion factor",
     "p90_xf": "90th-percentile expansion factor",

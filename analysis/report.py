@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.spec import canonical_key
 from .load import load
 from .plots import LABELS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
 from .stats import POLICY, summary
@@ -61,6 +62,7 @@ def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
         for group in config.get("zip") or []:
             keys += list(group.keys())
         # (A tuning study's params are not axes: its own plots show them.)
+    keys = [canonical_key(k) for k in keys]  # configs may name a moved key by its old name
     return [k for k in dict.fromkeys(keys) if k in runs.columns]
 
 

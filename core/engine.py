@@ -10,6 +10,11 @@ Progress is piecewise constant: each running job has a rate, and its finish even
 exactly from its remaining work. When its rate changes the job's progress is brought up to
 date, its ``version`` is bumped (making the pending finish event stale, skipped on pop) and a
 new finish event is pushed.
+
+Policies propose and the engine checks (before applying anything): a decision on a job in the
+wrong state, or one the platform refuses, raises ``PolicyError``. Platforms are trusted no more:
+what a platform reports on the hot path is checked cheaply (a rate within [0, 1]; as many units
+held as the job has processes) and a violation raises ``PlatformError`` naming the platform.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import itertools
 import math
 from typing import Callable, Sequence
 
-from .errors import PolicyError
+from .capabilities import pair_problem
+from .decisions import Move, Reject, Start, Suspend
+from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .platforms.base import BasePlatform
-from .policies.base import BasePolicy, Move, Reject, Start, Suspend
+from .policies.base import BasePolicy
 
 __all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
 
@@ -71,6 +78,9 @@ class Engine:
                 raise ValueError(f"jobs are not sorted by submit time at index {position}")
         if migration_cost < 0:
             raise ValueError(f"migration_cost must be non-negative, got {migration_cost}")
+        problem = pair_problem(policy.name, policy.requires, repr(platform.kind), platform.capabilities)
+        if problem is not None:
+            raise SpecError(f"policy.name: {problem}")
         self.jobs = jobs
         self.platform = platform
         self.policy = policy
@@ -211,9 +221,19 @@ class Engine:
         else:
             raise PolicyError(f"policy {self.policy.name!r} yielded {decision!r}, not a decision")
 
+    def _platform_error(self, what: str) -> PlatformError:
+        return PlatformError(f"platform {self.platform.kind!r} at t={self.now:g}: {what}")
+
+    def _check_held(self, job: Job, held: Sequence[int], rate: float) -> None:
+        if len(held) != job.size:
+            raise self._platform_error(f"job {job.job_id} of size {job.size} was given {len(held)} units")
+        if not 0.0 <= rate <= 1.0:
+            raise self._platform_error(f"job {job.job_id} was given rate {rate!r}, outside [0, 1]")
+
     def _start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> None:
         now = self.now
         held, rate = self.platform.start(job, tier, nodes)
+        self._check_held(job, held, rate)
         del self.queue[job.index]
         self.running[job.index] = job
         job.state = RUNNING
@@ -267,6 +287,7 @@ class Engine:
         self._bring_up_to_date(job)
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
+        self._check_held(job, held, rate)
         job.nodes = held
         job.tier = tier
         job.segment_time = self.now
@@ -323,6 +344,8 @@ class Engine:
 
     def _apply_rate_changes(self) -> None:
         for job, rate in self.platform.rate_changes():
+            if not 0.0 <= rate <= 1.0:
+                raise self._platform_error(f"job {job.job_id} was given rate {rate!r}, outside [0, 1]")
             if job.index in self._restoring:
                 self._restoring[job.index] = rate  # takes effect when the restore completes
                 continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError"]
+__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError", "PlatformError"]
 
 
 class TiersweepError(Exception):
@@ -19,3 +19,8 @@ class TraceFormatError(TiersweepError, ValueError):
 
 class PolicyError(TiersweepError, RuntimeError):
     """A policy proposed a decision the engine cannot apply (a bug in the policy)."""
+
+
+class PlatformError(TiersweepError, RuntimeError):
+    """A platform reported something impossible (a rate outside [0, 1], the wrong number of
+    units held): a bug in the platform; the message names it."""

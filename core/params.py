@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .errors import SpecError
 
 __all__ = [
     "Param",
+    "validate_params",
     "positive_int",
     "non_negative_int",
     "non_negative_number",
@@ -50,6 +51,33 @@ class Param:
             return self.check(value)
         except (TypeError, ValueError) as error:
             raise SpecError(f"{path}: {error}") from None
+
+
+def validate_params(
+    path: str, given: Any, params: Mapping[str, Param], fixed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Check the section ``given`` (a mapping) at key path ``path`` against declared ``params``.
+
+    The one validation path of spec sections, policies' and platforms' parameters: unknown keys
+    and bad values raise :class:`SpecError` naming ``path.key`` (and the valid keys or the
+    expected value); absent keys get their defaults. ``fixed`` keys (such as ``kind`` or
+    ``name``) are copied as given and not checked here.
+
+    Returns:
+        A new dict: the fixed keys, then every declared key, normalised.
+    """
+    if not isinstance(given, Mapping):
+        raise SpecError(f"{path}: expected a mapping, got {given!r}")
+    fixed = fixed or {}
+    out = dict(fixed)
+    for key in given:
+        if key not in fixed and key not in params:
+            valid = ", ".join(sorted([*fixed, *params]))
+            raise SpecError(f"{path}.{key}: unknown key; valid keys: {valid}")
+    for key, param in params.items():
+        value = given.get(key)
+        out[key] = param.default if value is None else param.validate(f"{path}.{key}", value)
+    return out
 
 
 def _is_number(value: Any) -> bool:

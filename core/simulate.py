@@ -10,7 +10,7 @@ import numpy as np
 
 from .engine import Engine
 from .metrics import job_records, run_metrics
-from .platforms import PLATFORMS
+from .platforms import make_platform, platform_class
 from .policies import make_policy
 from .spec import validate_spec
 from .version import MODEL_VERSION
@@ -65,15 +65,14 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunRe
     spec = validate_spec(spec)
     workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
 
-    platform_cls = PLATFORMS[platform_spec["kind"]]
-    params = {k: v for k, v in platform_spec.items() if k != "kind"}
-    built = build_workload(workload, seed=spec["seed"], nodes=platform_cls.job_capacity(params))
+    platform_cls = platform_class(platform_spec["kind"])
+    built = build_workload(workload, seed=spec["seed"], nodes=platform_cls.job_capacity(platform_spec))
     if "nodes" in platform_spec:
-        platform_spec["nodes"] = params["nodes"] = built.nodes
-    platform = platform_cls(**params, seed=spec["seed"])
+        platform_spec["nodes"] = built.nodes  # resolved from the trace when not given
+    platform = make_platform(platform_spec["kind"], platform_spec, seed=spec["seed"])
     jobs, report = built.jobs, built.report
     policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
-    engine = Engine(jobs, platform, policy, migration_cost=policy_spec["migration_cost"], record_segments=record_segments)
+    engine = Engine(jobs, platform, policy, migration_cost=platform_spec["migration_cost"], record_segments=record_segments)
     engine.run()
 
     records = job_records(jobs)

@@ -32,14 +32,25 @@ from .params import (
     positive_number,
     unit_interval,
 )
-from .platforms import PLATFORM_PARAMS, PLATFORMS
-from .policies import COMMON_POLICY_PARAMS, POLICIES, POLICY_PARAMS
+from .capabilities import pair_problem
+from .params import validate_params
+from .platforms import COMMON_PLATFORM_PARAMS, PLATFORMS, platform_class
+from .policies import POLICIES, policy_class
 from .workloads.bandwidth import check_bandwidth
 from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
 from .workloads.models import MODEL_NAMES, model_module
 from .workloads.rules import parse_estimate
 
-__all__ = ["validate_spec", "SPEC_SECTIONS", "WORKLOAD_PARAMS", "MODEL_DEFAULT_JOBS", "set_key", "policy_runs_on"]
+__all__ = [
+    "validate_spec",
+    "SPEC_SECTIONS",
+    "WORKLOAD_PARAMS",
+    "MODEL_DEFAULT_JOBS",
+    "KEY_ALIASES",
+    "canonical_key",
+    "set_key",
+    "policy_runs_on",
+]
 
 
 def _estimate(value: Any) -> str:
@@ -105,7 +116,7 @@ MODEL_DEFAULT_JOBS = {"feitelson96": 20_000, "jann97": 10_000, "lublin03": 10_00
 
 
 def _validate_workload(given: Any) -> dict[str, Any]:
-    out = _section("workload", given, WORKLOAD_PARAMS, {})
+    out = validate_params("workload", given, WORKLOAD_PARAMS)
     if (out["trace"] is None) == (out["model"] is None):
         raise SpecError("workload: give exactly one of workload.trace (an SWF file) or workload.model")
     if out["trace"] is not None:
@@ -137,30 +148,43 @@ def _validate_workload(given: Any) -> dict[str, Any]:
 SPEC_SECTIONS = ("seed", "workload", "platform", "policy")
 
 
-def _section(path: str, given: Any, params: Mapping[str, Param], fixed: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(given, Mapping):
-        raise SpecError(f"{path}: expected a mapping, got {given!r}")
-    out = dict(fixed)
-    for key in given:
-        if key in fixed:
+#: Spec keys that moved, by their old dotted name: still accepted where users write them, and
+#: stored (and analysed) under the new name. ``migration_cost`` is the restore delay the engine
+#: applies; it belongs to the platform, not to a policy (no policy reads it).
+KEY_ALIASES: dict[str, str] = {"policy.migration_cost": "platform.migration_cost"}
+
+
+def canonical_key(dotted: str) -> str:
+    """The dotted spec key under which ``dotted`` is stored (see :data:`KEY_ALIASES`)."""
+    return KEY_ALIASES.get(dotted, dotted)
+
+
+def _moved_keys(platform: Mapping[str, Any], policy: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Move the aliased keys (all of them ``policy.*``) into ``platform``; returns copies."""
+    platform, policy = dict(platform), dict(policy)
+    for old, new in KEY_ALIASES.items():
+        key, new_key = old.split(".")[1], new.split(".")[1]
+        value = policy.pop(key, None)
+        if value is None:
             continue
-        if key not in params:
-            valid = ", ".join(sorted([*fixed, *params]))
-            raise SpecError(f"{path}.{key}: unknown key; valid keys: {valid}")
-    for key, param in params.items():
-        if key in given and given[key] is not None:
-            out[key] = param.validate(f"{path}.{key}", given[key])
-        else:
-            out[key] = param.default
-    return out
+        if platform.get(new_key) is not None and platform[new_key] != value:
+            raise SpecError(f"{old}: {value!r} contradicts {new}: {platform[new_key]!r}; give it once, as {new}")
+        platform[new_key] = value
+    return platform, policy
 
 
 def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Check ``spec`` and return a copy with every default filled in.
 
+    The platform and policy sections are checked against the parameters their classes declare
+    (:func:`tiersweep.core.params.validate_params`, the one validation path), and the pair against
+    the capabilities the policy requires. ``policy.migration_cost`` is accepted and stored as
+    ``platform.migration_cost`` (:data:`KEY_ALIASES`).
+
     Raises:
-        SpecError: An unknown key or a bad value; the message names the key path (such as
-            ``policy.name``) and lists the valid keys or choices.
+        SpecError: An unknown key, a bad value, or a policy the platform cannot run; the
+            message names the key path (such as ``policy.name``) and lists the valid keys or
+            choices, or names the policy, the platform and the missing capability.
     """
     if not isinstance(spec, Mapping):
         raise SpecError(f"spec: expected a mapping, got {type(spec).__name__}")
@@ -176,41 +200,54 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["workload"] = _validate_workload(workload)
 
     platform = spec.get("platform", {"kind": "nodes"})
-    kind = platform.get("kind", "nodes") if isinstance(platform, Mapping) else None
-    if kind not in PLATFORMS:
-        raise SpecError(f"platform.kind: unknown value {kind!r}; valid choices: {', '.join(PLATFORMS)}")
-    out["platform"] = _section("platform", platform, PLATFORM_PARAMS[kind], {"kind": kind})
-
     policy = spec.get("policy", {"name": "easy"})
-    name = policy.get("name", "easy") if isinstance(policy, Mapping) else None
-    if name not in POLICIES:
-        raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}")
-    out["policy"] = _section("policy", policy, {**COMMON_POLICY_PARAMS, **POLICY_PARAMS[name]}, {"name": name})
-    if not policy_runs_on(name, kind):
-        fitting = ", ".join(n for n in POLICIES if policy_runs_on(n, kind))
-        raise SpecError(f"policy.name: {name!r} does not run on platform.kind {kind!r}; policies for {kind}: {fitting}")
+    for section, given in (("platform", platform), ("policy", policy)):
+        if not isinstance(given, Mapping):
+            raise SpecError(f"{section}: expected a mapping, got {given!r}")
+    platform_cls = platform_class(platform.get("kind", "nodes"))
+    policy_cls = policy_class(policy.get("name", "easy"))
+    platform, policy = _moved_keys(platform, policy)
+    out["platform"] = validate_params(
+        "platform", platform, {**COMMON_PLATFORM_PARAMS, **platform_cls.params}, {"kind": platform_cls.kind}
+    )
+    out["policy"] = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
+    problem = _pair_problem(policy_cls.name, platform_cls.kind, out["platform"])
+    if problem is not None:
+        fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, out["platform"]) is None)
+        raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
     return out
 
 
-def policy_runs_on(name: str, kind: str) -> bool:
-    """Whether policy ``name`` runs on platform ``kind``.
+def _pair_problem(name: str, kind: str, platform_params: Mapping[str, Any] | None) -> str | None:
+    platform_cls = PLATFORMS[kind]
+    if platform_params is None:
+        return pair_problem(name, POLICIES[name].requires, repr(kind), platform_cls.CAPABILITIES)
+    offers = platform_cls.capabilities_of(platform_params)
+    return pair_problem(name, POLICIES[name].requires, platform_cls.label(platform_params), offers)
 
-    A policy that declares ``platform_kinds`` runs on those kinds only; one that does not runs
-    on any platform except those that set ``needs_placement`` (they cannot place a job
-    themselves, so only policies written for them can use them).
-    """
-    kinds = getattr(POLICIES[name], "platform_kinds", None)
-    if kinds is not None:
-        return kind in kinds
-    return not getattr(PLATFORMS[kind], "needs_placement", False)
+
+def policy_runs_on(name: str, kind: str, platform_params: Mapping[str, Any] | None = None) -> bool:
+    """Whether policy ``name`` runs on platform ``kind``: with ``platform_params`` (a validated
+    platform section), on exactly that configuration; without, on some configuration of the
+    kind (e.g. ``amcbf`` on ``nodes`` with ``tiers`` of 2 or more)."""
+    return _pair_problem(name, kind, platform_params) is None
 
 
 def set_key(spec: Mapping[str, Any], dotted: str, value: Any) -> dict[str, Any]:
-    """Return a deep copy of ``spec`` with ``dotted`` (e.g. ``policy.name``) set to ``value``."""
+    """Return a deep copy of ``spec`` with ``dotted`` (e.g. ``policy.name``) set to ``value``.
+
+    A moved key (:data:`KEY_ALIASES`) is set under its new name, and its old name is removed
+    from the copy, so that a grid axis or ``--set`` overrides what the base spec says either way.
+    """
     out = copy.deepcopy(dict(spec))
-    parts = dotted.split(".")
-    if not all(parts):
+    if not all(dotted.split(".")):
         raise SpecError(f"{dotted}: expected a dotted key such as policy.name")
+    dotted = canonical_key(dotted)
+    for old, new in KEY_ALIASES.items():
+        section, key = old.split(".")
+        if new == dotted and isinstance(out.get(section), dict):
+            out[section].pop(key, None)
+    parts = dotted.split(".")
     node = out
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)

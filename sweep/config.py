@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import SpecError
-from ..core.spec import set_key, validate_spec
+from ..core.spec import canonical_key, set_key, validate_spec
 
 from .cells import Cell, cell_id, replicate_seed
 from .specfile import load_spec_file
@@ -116,9 +116,12 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
         if not isinstance(grid, Mapping):
             raise SpecError(f"{path}: expected a mapping of dotted spec keys to lists, got {grid!r}")
         these = []
-        for key, values in grid.items():
-            _not_seed(f"{path}.{key}", key)
-            these.append({key: _list(f"{path}.{key}", values)})
+        for given_key, values in grid.items():
+            _not_seed(f"{path}.{given_key}", given_key)
+            key = canonical_key(given_key)  # a moved key is stored (and analysed) under its new name
+            if key in seen:
+                raise SpecError(f"{path}.{given_key}: already an axis (as {key})")
+            these.append({key: _list(f"{path}.{given_key}", values)})
             seen.add(key)
         grid_axes.append(these)
     zip_axes: list[dict[str, list[Any]]] = []
@@ -133,18 +136,18 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
             raise SpecError(f"zip[{i}]: the lists must have equal lengths, got {lengths}")
         for key in group:
             _not_seed(f"zip[{i}].{key}", key)
-            if key in seen:
+            if canonical_key(key) in seen:
                 raise SpecError(f"zip[{i}].{key}: already an axis elsewhere in the grid")
-            seen.add(key)
-        zip_axes.append({key: list(values) for key, values in group.items()})
+            seen.add(canonical_key(key))
+        zip_axes.append({canonical_key(key): list(values) for key, values in group.items()})
     exclude = []
     for i, rule in enumerate(raw.get("exclude") or []):
         if not isinstance(rule, Mapping) or not rule:
             raise SpecError(f"exclude[{i}]: expected a mapping of dotted spec keys to values")
         for key in rule:
-            if key not in seen:
+            if canonical_key(key) not in seen:
                 raise SpecError(f"exclude[{i}].{key}: not an axis of the grid; axes: {', '.join(sorted(seen))}")
-        exclude.append({k: (v if isinstance(v, list) else [v]) for k, v in rule.items()})
+        exclude.append({canonical_key(k): (v if isinstance(v, list) else [v]) for k, v in rule.items()})
     sweep_seed = raw.get("seed", 0)
     if isinstance(sweep_seed, bool) or not isinstance(sweep_seed, int) or sweep_seed < 0:
         raise SpecError(f"seed: expected a non-negative integer, got {sweep_seed!r}")

@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 
 import tiersweep.core.policies.backfill as backfill_module
+from tiersweep.core.capabilities import TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import PolicyError
 from tiersweep.core.jobs import Job
@@ -273,9 +274,15 @@ def assert_contract(
         assert all(migrations[i] >= policy.suspensions[i] for i in range(n)) or not any(policy.suspensions.values())
 
 
-def run_counted(jobs: list[Job], capacity: int, name: str, *, tiers: int = 1, migration_cost: float = 0.0, **params) -> BasePolicy:
+def fewest_tiers(name: str) -> int:
+    """The fewest tiers policy ``name`` runs on (two for the consolidating members)."""
+    return 2 if TIERS in POLICIES[name].requires else 1
+
+
+def run_counted(jobs: list[Job], capacity: int, name: str, *, tiers: int | None = None, migration_cost: float = 0.0, **params) -> BasePolicy:
     """Run ``jobs`` under a counting instance of policy ``name``, auditing every timestamp;
     return the policy."""
+    tiers = fewest_tiers(name) if tiers is None else tiers
     policy = counting_policy(name, **params)
     Engine(jobs, Nodes(capacity, tiers), policy, migration_cost=migration_cost, observer=audit).run()
     return policy
@@ -337,7 +344,11 @@ def _kth_params():
 
 @pytest.mark.parametrize(("name", "rules"), list(_kth_params()))
 def test_kth_keeps_the_contract(kth_path, name, rules):
-    spec = {"workload": {"trace": str(kth_path), "jobs": KTH_JOBS, **rules}, "policy": {"name": name}}
+    spec = {
+        "workload": {"trace": str(kth_path), "jobs": KTH_JOBS, **rules},
+        "platform": {"tiers": fewest_tiers(name)},
+        "policy": {"name": name},
+    }
     result = simulate(spec)
     records = result.jobs
     capacity = result.spec["platform"]["nodes"]
@@ -346,7 +357,7 @@ def test_kth_keeps_the_contract(kth_path, name, rules):
     # The same jobs through the engine directly, with hook counting: same schedule, contract kept.
     jobs, capacity = kth_jobs(kth_path, **rules)
     annotate_cpu(jobs, seed=result.spec["seed"])
-    policy = run_counted(jobs, capacity, name, migration_cost=result.spec["policy"]["migration_cost"])
+    policy = run_counted(jobs, capacity, name, migration_cost=result.spec["platform"]["migration_cost"])
     direct = job_records(jobs)
     for column in ("start_time", "finish_time"):
         assert np.array_equal(direct[column], records[column])

@@ -68,8 +68,8 @@ from tiersweep.core.platforms.fat_tree import (
     hose_loads,
     quantize,
 )
-from tiersweep.core.policies.bandwidth import BwReject
-from tiersweep.core.policies.base import Start
+from tiersweep.core.policies.embedding import BwReject
+from tiersweep.core.decisions import Start
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth
@@ -430,17 +430,20 @@ def test_bandwidth_draws_come_from_their_own_stream():
 def test_spec_keys_and_policy_platform_pairing():
     workload, fat_tree = {"model": "jann97"}, {"kind": "fat_tree"}
     spec = validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbf"}})
-    assert spec["platform"] == {"kind": "fat_tree", "k": 6, "slots": 8, "link_mbps": 1000.0}
-    assert spec["policy"] == {"name": "bgmbf", "migration_cost": 20.0, "embedder": "adaba"}
+    assert spec["platform"] == {"kind": "fat_tree", "migration_cost": 20.0, "k": 6, "slots": 8, "link_mbps": 1000.0}
+    assert spec["policy"] == {"name": "bgmbf", "embedder": "adaba"}
     with pytest.raises(SpecError, match=r"^policy.embedder: unknown value 'tetris'; valid choices: adaba, oktopus"):
         validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "sbf", "embedder": "tetris"}})
     with pytest.raises(SpecError, match=r"^platform.k: expected an even integer >= 2, got 5"):
         validate_spec({"workload": workload, "platform": {**fat_tree, "k": 5}, "policy": {"name": "sbf"}})
     # Policies and platforms pair up: the default policy (easy) needs nodes; bgmbf a fat-tree.
-    message = r"^policy.name: 'easy' does not run on platform.kind 'fat_tree'; policies for fat_tree: bw_fcfs, sbf"
+    message = (
+        r"^policy.name: policy 'easy' needs 'placement' \(chooses a job's units itself when a start names none\), "
+        r"which platform 'fat_tree' does not offer; policies for this platform: bw_fcfs, sbf"
+    )
     with pytest.raises(SpecError, match=message):
         validate_spec({"workload": workload, "platform": fat_tree})
-    with pytest.raises(SpecError, match=r"^policy.name: 'bgmbf' does not run on platform.kind 'nodes'"):
+    with pytest.raises(SpecError, match=r"^policy.name: policy 'bgmbf' needs 'embedding' .* platform 'nodes' with tiers: 1"):
         validate_spec({"workload": workload, "policy": {"name": "bgmbf"}})
 
 

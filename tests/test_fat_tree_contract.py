@@ -42,7 +42,7 @@ from tiersweep.core.metrics import job_records, run_metrics
 from tiersweep.core.platforms.embedders import EMBEDDERS, fill
 from tiersweep.core.platforms.fat_tree import FatTree, FatTreeState, Placement, Request, could_ever_fit, hose_loads, quantize
 from tiersweep.core.policies import POLICIES
-from tiersweep.core.policies.bandwidth import Bgmbf, BwReject, _PriorityOrder
+from tiersweep.core.policies.embedding import Bgmbf, BwReject, _PriorityOrder
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec
 from tiersweep.core.workloads.build import build_workload

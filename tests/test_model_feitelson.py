@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from tiersweep.core.workloads import models
-from tiersweep.core.workloads.load import offered_load, scale_for_load
+from tiersweep.core.workloads.offered_load import offered_load, scale_for_load
 from tiersweep.core.workloads.models import feitelson as F
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import read_swf, write_swf

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from tiersweep.core.workloads.load import offered_load
+from tiersweep.core.workloads.offered_load import offered_load
 from tiersweep.core.workloads.models import ModelOutput
 from tiersweep.core.workloads.models import generate as registry_generate
 from tiersweep.core.workloads.models import jann

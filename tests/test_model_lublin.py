@@ -34,7 +34,7 @@ from scipy import integrate, special, stats
 
 import conftest
 from tiersweep.core.rng import stream
-from tiersweep.core.workloads.load import offered_load
+from tiersweep.core.workloads.offered_load import offered_load
 from tiersweep.core.workloads.models import distributions
 from tiersweep.core.workloads.models import generate as registry_generate
 from tiersweep.core.workloads.models import lublin

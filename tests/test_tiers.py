@@ -34,7 +34,8 @@ from tiersweep.core.engine import Engine
 from tiersweep.core.metrics import job_records, run_metrics
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import make_policy
-from tiersweep.core.policies.base import BasePolicy, Start
+from tiersweep.core.decisions import Start
+from tiersweep.core.policies.base import BasePolicy
 from tiersweep.core.simulate import simulate
 from tiersweep.core.workloads.cpu import annotate_cpu
 from helpers import make_jobs

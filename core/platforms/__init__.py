@@ -1,67 +1,105 @@
-"""Platforms, registered by ``platform.kind``.
+"""Platforms (resource models), registered by ``platform.kind``.
 
-Add a platform by writing its module, importing it here and adding it to :data:`PLATFORMS`
-with the parameters it accepts. Every platform class takes its parameters as keywords plus
-``seed`` (the run's seed, for its own random streams).
+A platform is a :class:`BasePlatform` subclass declaring its ``kind``, its ``params`` and its
+``CAPABILITIES``; :func:`register_platform` adds it (the built-ins below are registered the same
+way as a plug-in would be), and the spec validator and ``--help`` pick it up from there.
+:func:`make_platform` is the one checked way to build one from spec parameters.
 """
 
 from __future__ import annotations
 
-from ..params import Param, positive_int
-from .nodes import FG_OVERHEAD_MAX
+from typing import Any, Mapping
+
+from ..capabilities import PLACEMENT, TIME_TRACKING, VM_CAPACITIES
+from ..errors import SpecError
+from ..params import Param, non_negative_number, validate_params
 from .base import BasePlatform
+from .fat_tree import FatTree
 from .nodes import Nodes
 from .shared_vms import SHARED_VMS_PARAMS, SharedVms
 
-__all__ = ["BasePlatform", "Nodes", "PLATFORMS", "PLATFORM_PARAMS"]
-
-def _overhead(value: object) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1:
-        return float(value)
-    raise ValueError(f"expected a number in [0, 1), got {value!r}")
-
-
-def _efficiency(value: object) -> float | str:
-    if value == "paper":
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
-        return float(value)
-    raise ValueError(f"expected 'paper' or a number in (0, 1], got {value!r}")
-
+__all__ = [
+    "BasePlatform",
+    "Nodes",
+    "SharedVms",
+    "FatTree",
+    "PLATFORMS",
+    "COMMON_PLATFORM_PARAMS",
+    "register_platform",
+    "platform_class",
+    "make_platform",
+]
 
 #: Platform classes by ``platform.kind``.
-PLATFORMS: dict[str, type[BasePlatform]] = {"nodes": Nodes}
+PLATFORMS: dict[str, type[BasePlatform]] = {}
 
-#: The spec keys each platform kind accepts besides ``kind``.
-PLATFORM_PARAMS: dict[str, dict[str, Param]] = {
-    "nodes": {
-        "nodes": Param(positive_int, default=None, doc="number of nodes (default: the trace's MaxProcs)"),
-        "tiers": Param(
-            positive_int,
-            default=1,
-            doc="VMs per node: 1 = dedicated, 2 = foreground/background, k = one foreground and k-1 background",
-        ),
-        "fg_overhead": Param(
-            _overhead,
-            default=FG_OVERHEAD_MAX,
-            doc="foreground slowdown o ~ U(0, fg_overhead) while a lower tier is busy",
-        ),
-        "bg_efficiency": Param(
-            _efficiency,
-            default="paper",
-            doc="eff of background processes: paper (U(0.8,1) serial, N(0.428,0.144) in [0.2,0.8] parallel) or a fixed number",
-        ),
-    },
+#: Keys every platform accepts, applied by the engine rather than the platform's constructor.
+#: ``migration_cost`` is the restore delay of a suspended or migrated job; it changes nothing
+#: where no job is ever suspended or migrated, and every kind accepts it so that one sweep grid
+#: can cross platforms and policies with migration costs.
+COMMON_PLATFORM_PARAMS: dict[str, Param] = {
+    "migration_cost": Param(
+        non_negative_number,
+        default=20.0,
+        doc="seconds a suspended or migrated job holds its VMs on restart before it progresses (paper 000: 20)",
+    ),
 }
 
-# -- fat_tree: VM slots in a fat-tree network with guaranteed bandwidth (paper 004) ------------
-from .fat_tree import FAT_TREE_PARAMS, FatTree  # noqa: E402
 
-PLATFORMS["fat_tree"] = FatTree
-PLATFORM_PARAMS["fat_tree"] = FAT_TREE_PARAMS
-__all__ += ["FatTree"]
+def register_platform(cls: type[BasePlatform]) -> type[BasePlatform]:
+    """Register platform class ``cls`` under ``cls.kind`` (usable as a class decorator).
 
-# Paper 001's shared VMs (its parameter checks live in its module).
-__all__ += ["SharedVms"]
-PLATFORMS["shared_vms"] = SharedVms
-PLATFORM_PARAMS["shared_vms"] = SHARED_VMS_PARAMS
+    Raises:
+        TypeError: ``cls`` is not a platform, declares no ``kind``, reuses a registered kind, or
+            declares parameters that are not :class:`~tiersweep.core.params.Param` or clash with
+            the common keys.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, BasePlatform)):
+        raise TypeError(f"{cls!r} is not a BasePlatform subclass")
+    if not cls.kind:
+        raise TypeError(f"platform class {cls.__name__} declares no kind")
+    if cls.kind in PLATFORMS and PLATFORMS[cls.kind] is not cls:
+        raise TypeError(f"platform kind {cls.kind!r} is already registered ({PLATFORMS[cls.kind].__name__})")
+    for key, param in cls.params.items():
+        if not isinstance(param, Param):
+            raise TypeError(f"platform {cls.kind!r}: parameter {key!r} is not a Param")
+        if key in COMMON_PLATFORM_PARAMS or key == "kind":
+            raise TypeError(f"platform {cls.kind!r}: parameter {key!r} clashes with a common key")
+    PLATFORMS[cls.kind] = cls
+    return cls
+
+
+def platform_class(kind: Any) -> type[BasePlatform]:
+    """The platform class registered as ``kind``.
+
+    Raises:
+        SpecError: No platform has that kind; the message lists the valid ones.
+    """
+    try:
+        return PLATFORMS[kind]
+    except (KeyError, TypeError):
+        raise SpecError(f"platform.kind: unknown value {kind!r}; valid choices: {', '.join(PLATFORMS)}") from None
+
+
+def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: int = 0) -> BasePlatform:
+    """Build the platform registered as ``kind`` from its spec parameters.
+
+    ``params`` are checked against the class's declared ``params`` (unknown keys and bad values
+    raise :class:`~tiersweep.core.errors.SpecError` naming ``platform.KEY``), defaults are
+    filled in, and the common keys (applied by the engine) are left out of the constructor call.
+    """
+    cls = platform_class(kind)
+    given = {k: v for k, v in (params or {}).items() if k != "kind"}
+    own = validate_params("platform", given, {**COMMON_PLATFORM_PARAMS, **cls.params})
+    for key in COMMON_PLATFORM_PARAMS:
+        own.pop(key)
+    return cls(**own, seed=seed)
+
+
+# Paper 001's shared VMs declare their parameters in their own module (their checks live there).
+SharedVms.kind = "shared_vms"
+SharedVms.params = SHARED_VMS_PARAMS
+SharedVms.CAPABILITIES = frozenset({PLACEMENT, TIME_TRACKING, VM_CAPACITIES})
+
+for _cls in (Nodes, SharedVms, FatTree):
+    register_platform(_cls)

@@ -1,12 +1,15 @@
-"""The base class of platforms (resource models)."""
+"""The base class of platforms (resource models): the whole boundary the engine and policies see."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
+
+from ..capabilities import MOVES, PLACEMENT, TIME_TRACKING
 
 if TYPE_CHECKING:
     from ..jobs import Job
+    from ..params import Param
 
 __all__ = ["BasePlatform"]
 
@@ -14,47 +17,82 @@ __all__ = ["BasePlatform"]
 class BasePlatform(ABC):
     """A resource model: who holds what, and how fast each running job progresses.
 
-    The engine calls :meth:`check_start` then :meth:`start` when a policy starts a job,
-    :meth:`release` when a job finishes or is suspended, and, whenever :attr:`rates_dirty` is
-    set after such a change, :meth:`rate_changes` to learn which running jobs now progress at a
-    different rate (co-location, sharing, ...). A platform never touches job state itself.
+    A platform never touches job state itself; the engine does, from what the platform
+    returns. When each method is called:
+
+    * :meth:`job_capacity` (class method) while the spec is resolved, before the workload is
+      built: the largest job the platform can hold.
+    * ``__init__(**params, seed=seed)`` once, with the validated ``platform`` section of the spec
+      (every key of :attr:`params` except the common ones the engine applies, such as
+      ``migration_cost``).
+    * :meth:`free_count` by policies, at any time.
+    * :meth:`check_start` then :meth:`start` when a policy yields ``Start``: the check says why
+      the start is impossible (the engine raises ``PolicyError`` with that reason) and must
+      have no side effect; ``start`` then allocates.
+    * :meth:`check_move` then :meth:`move` when a policy yields ``Move`` (only on platforms
+      with the ``moves`` capability).
+    * :meth:`release` when a job finishes or is suspended.
+    * :meth:`rate_changes` whenever :attr:`rates_dirty` is set after a start, move or release.
+    * :meth:`advance` at every new timestamp, before its events (``time_tracking`` only).
+    * :meth:`extra_job_records` and :meth:`extra_metrics` once, after the run.
+
+    The engine checks what the platform reports on the hot path (rates within [0, 1], as many
+    units held as the job has processes) and raises ``PlatformError`` naming the platform.
+
+    Subclasses declare, as class attributes, their registry :attr:`kind`, the spec keys they take
+    (:attr:`params`) and the :attr:`CAPABILITIES` they offer (see
+    :mod:`tiersweep.core.capabilities`); :meth:`capabilities_of` narrows them by the parameters.
 
     Attributes:
         capacity: Processing units (nodes, VMs' machines, slots) used as the utilisation
             denominator.
         tiers: Number of priority tiers per node (1 for dedicated resources).
         rates_dirty: Set by the platform when some running job's rate may have changed.
+        overflow_rate: CPU-seconds per second used beyond the capacity of the platform's units
+            (0 unless the progress model can oversubscribe a unit); the engine integrates it
+            and the metrics subtract it from the busy time.
     """
+
+    #: The registry name (``platform.kind``).
+    kind: ClassVar[str] = ""
+    #: The spec keys of this platform (besides ``kind`` and the common keys), with their checks
+    #: and defaults; passed to the constructor as keywords.
+    params: ClassVar[Mapping[str, Param]] = {}
+    #: What this platform offers; see :mod:`tiersweep.core.capabilities`.
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({PLACEMENT})
+    #: Run metrics this platform adds (names, for result schemas); see :meth:`extra_metrics`.
+    EXTRA_METRICS: ClassVar[tuple[str, ...]] = ()
+    #: Per-job columns this platform adds; see :meth:`extra_job_records`.
+    EXTRA_JOB_COLUMNS: ClassVar[tuple[str, ...]] = ()
 
     capacity: int
     tiers: int = 1
     rates_dirty: bool = False
-    #: Run metrics this platform adds (names, for result schemas); see :meth:`extra_metrics`.
-    EXTRA_METRICS: tuple[str, ...] = ()
-    #: Per-job columns this platform adds; see :meth:`extra_job_records`.
-    EXTRA_JOB_COLUMNS: tuple[str, ...] = ()
-    #: Whether the engine calls :meth:`advance` at every new timestamp (for time-weighted
-    #: statistics); off by default so that platforms without them pay nothing.
-    tracks_time: bool = False
-    #: CPU-seconds per second used beyond the capacity of the platform's units (0 unless the
-    #: progress model can oversubscribe a unit); subtracted from the busy time.
     overflow_rate: float = 0.0
 
-    @abstractmethod
-    def free_count(self, tier: int = 0) -> int:
-        """Free processing units in ``tier``."""
+    @classmethod
+    def capabilities_of(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        """The capabilities an instance with spec parameters ``params`` offers (default: all
+        of :attr:`CAPABILITIES`; a platform narrows them, e.g. ``nodes`` with one tier has no
+        background tiers)."""
+        return cls.CAPABILITIES
 
-    @abstractmethod
-    def check_start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> str | None:
-        """Say why ``job`` cannot start in ``tier`` on ``nodes`` (None: any), or None if it can."""
+    @classmethod
+    def label(cls, params: Mapping[str, Any]) -> str:
+        """How messages name this platform with spec parameters ``params``: its kind, plus the
+        parameters that narrow its capabilities (see :meth:`capabilities_of`)."""
+        return repr(cls.kind)
 
-    @abstractmethod
-    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
-        """Allocate resources to ``job``; return the units it holds and its initial rate."""
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The capabilities this instance offers (a platform whose parameters narrow them
+        overrides this to agree with :meth:`capabilities_of`)."""
+        return self.CAPABILITIES
 
-    @abstractmethod
-    def release(self, job: Job) -> None:
-        """Free everything ``job`` holds."""
+    @property
+    def tracks_time(self) -> bool:
+        """Whether the engine calls :meth:`advance` at every new timestamp."""
+        return TIME_TRACKING in self.capabilities
 
     @classmethod
     def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
@@ -63,17 +101,37 @@ class BasePlatform(ABC):
         comes from the trace (``nodes`` without a size)."""
         return None
 
-    def advance(self, now: float) -> None:
-        """Called with the new time before each timestamp's events (if :attr:`tracks_time`)."""
+    # -- resources -------------------------------------------------------------------------
+    @abstractmethod
+    def free_count(self, tier: int = 0) -> int:
+        """Free processing units in ``tier``."""
 
-    def extra_metrics(self, records: Mapping[str, Any], span_start: float, span_end: float) -> dict[str, float]:
-        """Run metrics of this platform's own (names in :attr:`EXTRA_METRICS`)."""
-        return {}
+    @abstractmethod
+    def check_start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> str | None:
+        """Say why ``job`` cannot start in ``tier`` on ``nodes`` (None: the platform chooses),
+        or None if it can. Must not change any state."""
 
-    def extra_job_records(self, jobs: Sequence[Job]) -> dict[str, Any]:
-        """Per-job columns of this platform's own (names in :attr:`EXTRA_JOB_COLUMNS`)."""
-        return {}
+    @abstractmethod
+    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
+        """Allocate resources to ``job`` (after :meth:`check_start` said yes); return the units
+        it holds, one per process, and its initial rate in [0, 1]."""
 
+    @abstractmethod
+    def release(self, job: Job) -> None:
+        """Free everything ``job`` holds (it finished or was suspended)."""
+
+    def check_move(self, job: Job, tier: int, nodes: Sequence[int]) -> str | None:
+        """Say why running ``job`` cannot move to ``nodes`` in ``tier``, or None if it can.
+
+        Platforms with the ``moves`` capability override this and :meth:`move`."""
+        return f"platform {self.kind!r} cannot move running jobs (no {MOVES!r} capability)"
+
+    def move(self, job: Job, tier: int, nodes: Sequence[int]) -> tuple[list[int], float]:
+        """Move running ``job`` to ``nodes`` in ``tier`` (after :meth:`check_move` said yes);
+        return the units it holds and its rate. The engine decides what the move costs."""
+        raise NotImplementedError(f"platform {self.kind!r} cannot move running jobs")
+
+    # -- progress --------------------------------------------------------------------------
     def rate_changes(self) -> Iterable[tuple[Job, float]]:
         """Running jobs whose progress rate changed since the last call, with the new rate.
 
@@ -82,3 +140,15 @@ class BasePlatform(ABC):
         """
         self.rates_dirty = False
         return ()
+
+    def advance(self, now: float) -> None:
+        """Called with the new time before each timestamp's events (``time_tracking`` only)."""
+
+    # -- results ---------------------------------------------------------------------------
+    def extra_metrics(self, records: Mapping[str, Any], span_start: float, span_end: float) -> dict[str, float]:
+        """Run metrics of this platform's own (names in :attr:`EXTRA_METRICS`)."""
+        return {}
+
+    def extra_job_records(self, jobs: Sequence[Job]) -> dict[str, Any]:
+        """Per-job columns of this platform's own (names in :attr:`EXTRA_JOB_COLUMNS`)."""
+        return {}

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from ..params import Param, positive_int, positive_number
+from ..capabilities import EMBEDDING, TIME_TRACKING
 from .base import BasePlatform
 
 if TYPE_CHECKING:
@@ -341,6 +342,21 @@ class FatTreeState:
         return self.total_free == self.topo.servers * self.topo.slots and not any(self.holders)
 
 
+def _even_k(value: object) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and value >= 2:
+        if int(value) % 2 == 0:
+            return int(value)
+    raise ValueError(f"expected an even integer >= 2, got {value!r}")
+
+
+#: The spec keys of ``platform: {kind: fat_tree, ...}``.
+FAT_TREE_PARAMS: dict[str, Param] = {
+    "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
+    "slots": Param(positive_int, default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
+    "link_mbps": Param(positive_number, default=1000.0, doc="capacity of every link, Mbps"),
+}
+
+
 class FatTree(BasePlatform):
     """A k-ary fat-tree of servers with ``slots`` VM slots each and ``link_mbps`` links.
 
@@ -363,10 +379,11 @@ class FatTree(BasePlatform):
     #: included; ``utilization`` weighs by the CPU annotation instead); fraction of accepted
     #: jobs placed on a single server.
     EXTRA_METRICS = ("mean_bandwidth", "link_utilization", "slot_utilization", "single_server_fraction")
-    tracks_time = True
-    #: The platform never chooses a placement: only policies written for it (whose
-    #: ``platform_kinds`` name ``fat_tree``) can run here (see :func:`tiersweep.core.spec.policy_runs_on`).
-    needs_placement = True
+    kind = "fat_tree"
+    params = FAT_TREE_PARAMS
+    #: Time-weighted link statistics; the platform never chooses a placement itself (no
+    #: ``placement``): only policies that embed virtual clusters run here.
+    CAPABILITIES = frozenset({TIME_TRACKING, EMBEDDING})
 
     def __init__(self, k: int = 6, slots: int = 8, link_mbps: float = 1000.0, *, seed: int = 0) -> None:
         self.topo = Topology(k, slots, link_mbps)
@@ -505,18 +522,3 @@ class FatTree(BasePlatform):
             ),
             "single_server_fraction": float((servers[accepted] == 1).mean()) if accepted.any() else math.nan,
         }
-
-
-def _even_k(value: object) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and value >= 2:
-        if int(value) % 2 == 0:
-            return int(value)
-    raise ValueError(f"expected an even integer >= 2, got {value!r}")
-
-
-#: The spec keys of ``platform: {kind: fat_tree, ...}`` (registered in :mod:`tiersweep.core.platforms`).
-FAT_TREE_PARAMS: dict[str, Param] = {
-    "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
-    "slots": Param(positive_int, default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
-    "link_mbps": Param(positive_number, default=1000.0, doc="capacity of every link, Mbps"),
-}

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
+from ..params import Param, positive_int
 from ..rng import stream
 from .base import BasePlatform
 
@@ -44,6 +46,20 @@ CPU_IDLE_FLOOR = 0.04
 _EFF_SINGLE = (0.8, 1.0)
 _EFF_MULTI = (0.428, 0.144, 0.2, 0.8)  # mean, sd, truncated to [low, high]
 _BLOCK = 4096
+
+
+def _overhead(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1:
+        return float(value)
+    raise ValueError(f"expected a number in [0, 1), got {value!r}")
+
+
+def _efficiency(value: object) -> float | str:
+    if value == "paper":
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    raise ValueError(f"expected 'paper' or a number in (0, 1], got {value!r}")
 
 
 class IdleSet:
@@ -138,7 +154,31 @@ class Nodes(BasePlatform):
             in (0, 1] for every background process (1 with ample idle CPU gives rate 1, as
             the paper's worked examples assume).
         seed: The run's seed, for the overhead and efficiency streams.
+
+    Arguments are trusted: :func:`tiersweep.core.platforms.make_platform` checks them against
+    :attr:`params` (the one validation path, raising ``SpecError``).
     """
+
+    kind = "nodes"
+    params = {
+        "nodes": Param(positive_int, default=None, doc="number of nodes (default: the trace's MaxProcs)"),
+        "tiers": Param(
+            positive_int,
+            default=1,
+            doc="VMs per node: 1 = dedicated, 2 = foreground/background, k = one foreground and k-1 background",
+        ),
+        "fg_overhead": Param(
+            _overhead,
+            default=FG_OVERHEAD_MAX,
+            doc="foreground slowdown o ~ U(0, fg_overhead) while a lower tier is busy",
+        ),
+        "bg_efficiency": Param(
+            _efficiency,
+            default="paper",
+            doc="eff of background processes: paper (U(0.8,1) serial, N(0.428,0.144) in [0.2,0.8] parallel) or a fixed number",
+        ),
+    }
+    CAPABILITIES = frozenset({PLACEMENT, MOVES, TIERS, NODE_VMS})
 
     def __init__(
         self,
@@ -149,14 +189,6 @@ class Nodes(BasePlatform):
         bg_efficiency: float | str = "paper",
         seed: int = 0,
     ) -> None:
-        if nodes < 1:
-            raise ValueError(f"nodes must be at least 1, got {nodes}")
-        if tiers < 1:
-            raise ValueError(f"tiers must be at least 1, got {tiers}")
-        if not 0 <= fg_overhead < 1:
-            raise ValueError(f"fg_overhead must be in [0, 1), got {fg_overhead}")
-        if bg_efficiency != "paper" and not 0 < bg_efficiency <= 1:
-            raise ValueError(f"bg_efficiency must be 'paper' or in (0, 1], got {bg_efficiency!r}")
         self.fg_overhead = float(fg_overhead)
         self.bg_efficiency = bg_efficiency
         self.capacity = nodes
@@ -189,6 +221,19 @@ class Nodes(BasePlatform):
     @classmethod
     def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
         return params.get("nodes")
+
+    @classmethod
+    def capabilities_of(cls, params: Mapping[str, Any]) -> frozenset[str]:
+        # Dedicated nodes (one tier) have no background tier to offer.
+        return cls.CAPABILITIES if params.get("tiers", 1) > 1 else cls.CAPABILITIES - {TIERS}
+
+    @classmethod
+    def label(cls, params: Mapping[str, Any]) -> str:
+        return f"{cls.kind!r} with tiers: {params.get('tiers', 1)}"
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return type(self).capabilities_of({"tiers": self.tiers})
 
     # -- queries for policies ----------------------------------------------------------------
     def free_count(self, tier: int = 0) -> int:
@@ -234,7 +279,6 @@ class Nodes(BasePlatform):
         return self._check_vms(job, tier, nodes, -1)
 
     def check_move(self, job: Job, tier: int, nodes: Sequence[int]) -> str | None:
-        """Say why running ``job`` cannot move to ``nodes`` in ``tier``, or None if it can."""
         if not 0 <= tier < self.tiers:
             return f"tier {tier} does not exist on a platform with {self.tiers} tier(s)"
         return self._check_vms(job, tier, nodes, job.index if tier == job.tier else -1)
@@ -290,7 +334,6 @@ class Nodes(BasePlatform):
         self.rates_dirty = True
 
     def move(self, job: Job, tier: int, nodes: Sequence[int]) -> tuple[list[int], float]:
-        """Move running ``job`` to ``nodes`` in ``tier`` (the engine decides what it costs)."""
         self.release(job)
         return self.start(job, tier, nodes)
 

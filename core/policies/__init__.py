@@ -1,22 +1,28 @@
 """Scheduling policies, registered by name.
 
-Add a policy by writing its module, importing it here and adding it to :data:`POLICIES` with
-the parameters it accepts; the spec validator and ``--help`` pick it up from there.
+A policy is a :class:`BasePolicy` subclass declaring its ``name``, its ``params`` and the platform
+capabilities it ``requires``; :func:`register_policy` adds it (the built-ins below are registered
+the same way as a plug-in would be), and the spec validator and ``--help`` pick it up from there.
+:func:`make_policy` is the one checked way to build one from spec parameters.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..decisions import Decision, Move, Reject, Start, Suspend
 from ..errors import SpecError
-from ..params import Param, non_negative_number, number_or, unit_interval
+from ..params import Param, validate_params
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
-from .base import BasePolicy, Decision, Move, Reject, Start, Suspend
-from .consolidation import DEFAULT_BG_THRESHOLD, Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
-from .shared_vm import VM_BACKFILL_PARAMS, VmBackfill
+from .base import BasePolicy
+from .consolidation import Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
+from .embedding import Bgmbf, Bgmbfsdf, BwFcfs, BwReject, Sbf, Sdf
+from .vm_backfill import VmBackfill
 
 __all__ = [
     "POLICIES",
-    "POLICY_PARAMS",
-    "COMMON_POLICY_PARAMS",
+    "register_policy",
+    "policy_class",
     "make_policy",
     "BasePolicy",
     "Decision",
@@ -26,79 +32,76 @@ __all__ = [
     "Reject",
     "Backfill",
     "Consolidation",
+    "VmBackfill",
 ]
 
 #: Policy classes by registry name.
-POLICIES: dict[str, type[BasePolicy]] = {
-    "fcfs": Fcfs,
-    "easy": Easy,
-    "conservative": Conservative,
-    "selective": Selective,
-    "cmbf": Cmbf,
-    "ambf": Ambf,
-    "cmcbf": Cmcbf,
-    "amcbf": Amcbf,
-    "smcbf": Smcbf,
-}
-
-#: Keys every policy accepts. ``migration_cost`` is applied by the engine; it changes nothing
-#: for policies that never preempt, and is accepted by all so that one sweep grid can cross
-#: schedulers with migration costs.
-COMMON_POLICY_PARAMS: dict[str, Param] = {
-    "migration_cost": Param(
-        non_negative_number,
-        default=20.0,
-        doc="seconds a suspended job holds its VMs on restart before it progresses (paper 000: 20)",
-    ),
-}
-
-_XFACTOR = Param(
-    number_or("adaptive", minimum=1.0),
-    default="adaptive",
-    doc="starvation threshold: a number >= 1, or adaptive = max(10, mean bounded slowdown)",
-)
-_BG_THRESHOLD = Param(
-    unit_interval,
-    default=DEFAULT_BG_THRESHOLD,
-    doc="background processes only on nodes whose higher tiers are estimated below this",
-)
-
-#: The keys each policy accepts besides ``name`` and the common ones, passed to its constructor.
-POLICY_PARAMS: dict[str, dict[str, Param]] = {
-    "fcfs": {},
-    "easy": {},
-    "conservative": {},
-    "selective": {"xfactor_threshold": _XFACTOR},
-    "cmbf": {},
-    "ambf": {},
-    "cmcbf": {"bg_threshold": _BG_THRESHOLD},
-    "amcbf": {"bg_threshold": _BG_THRESHOLD},
-    "smcbf": {"bg_threshold": _BG_THRESHOLD, "xfactor_threshold": _XFACTOR},
-}
+POLICIES: dict[str, type[BasePolicy]] = {}
 
 
-def make_policy(name: str, **params: object) -> BasePolicy:
-    """Instantiate the policy registered as ``name``.
+def register_policy(cls: type[BasePolicy]) -> type[BasePolicy]:
+    """Register policy class ``cls`` under ``cls.name`` (usable as a class decorator).
 
-    ``params`` are its own keys (see :data:`POLICY_PARAMS`); common keys such as
-    ``migration_cost`` are accepted and ignored here, since the engine applies them.
+    Raises:
+        TypeError: ``cls`` is not a policy, declares no name, reuses a registered name, or
+            declares parameters that are not :class:`~tiersweep.core.params.Param`.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, BasePolicy)):
+        raise TypeError(f"{cls!r} is not a BasePolicy subclass")
+    if not cls.name:
+        raise TypeError(f"policy class {cls.__name__} declares no name")
+    if cls.name in POLICIES and POLICIES[cls.name] is not cls:
+        raise TypeError(f"policy name {cls.name!r} is already registered ({POLICIES[cls.name].__name__})")
+    for key, param in cls.params.items():
+        if not isinstance(param, Param):
+            raise TypeError(f"policy {cls.name!r}: parameter {key!r} is not a Param")
+        if key == "name":
+            raise TypeError(f"policy {cls.name!r}: 'name' is not a parameter")
+    POLICIES[cls.name] = cls
+    return cls
+
+
+def policy_class(name: Any) -> type[BasePolicy]:
+    """The policy class registered as ``name``.
+
+    Raises:
+        SpecError: No policy has that name; the message lists the valid ones.
     """
     try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise SpecError(f"policy.name: unknown policy {name!r}; valid choices: {', '.join(POLICIES)}") from None
-    own = {k: v for k, v in params.items() if k not in COMMON_POLICY_PARAMS}
-    return cls(**own)
+        return POLICIES[name]
+    except (KeyError, TypeError):
+        raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}") from None
 
 
-# -- scheduling over fat-tree embeddings (paper 004) --------------------------------------------
-from .bandwidth import BANDWIDTH_POLICIES, BANDWIDTH_POLICY_PARAMS  # noqa: E402
+def make_policy(name: str, **params: Any) -> BasePolicy:
+    """Build the policy registered as ``name`` from its spec parameters.
 
-POLICIES.update(BANDWIDTH_POLICIES)
-POLICY_PARAMS.update(BANDWIDTH_POLICY_PARAMS)
+    ``params`` are checked against the class's declared ``params`` (unknown keys and bad values
+    raise :class:`~tiersweep.core.errors.SpecError` naming ``policy.KEY``) and defaults are
+    filled in. ``migration_cost``, which older specs give here, belongs to the platform
+    (:data:`tiersweep.core.platforms.COMMON_PLATFORM_PARAMS`) and is ignored.
+    """
+    cls = policy_class(name)
+    params.pop("migration_cost", None)
+    return cls(**validate_params("policy", params, cls.params))
 
 
-# Paper 001's FCFS with backfilling on shared VMs, with its resource selectors.
-__all__ += ["VmBackfill"]
-POLICIES["vm_backfill"] = VmBackfill
-POLICY_PARAMS["vm_backfill"] = VM_BACKFILL_PARAMS
+for _cls in (
+    Fcfs,
+    Easy,
+    Conservative,
+    Selective,
+    Cmbf,
+    Ambf,
+    Cmcbf,
+    Amcbf,
+    Smcbf,
+    BwFcfs,
+    Sbf,
+    Sdf,
+    Bgmbf,
+    Bgmbfsdf,
+    BwReject,
+    VmBackfill,
+):
+    register_policy(_cls)

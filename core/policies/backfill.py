@@ -29,8 +29,10 @@ import bisect
 import math
 from typing import TYPE_CHECKING, Iterator
 
-from .base import BasePolicy, Decision, Start
-from .starvation import StarvationThreshold, xfactor
+from ..capabilities import PLACEMENT
+from ..decisions import Decision, Start
+from .base import BasePolicy
+from .starvation import XFACTOR_THRESHOLD, StarvationThreshold, xfactor
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -130,6 +132,8 @@ class Backfill(BasePolicy):
     finish and suspend hooks) so that a pass never scans the whole machine.
     """
 
+    #: Jobs are started with ``Start(job)``: the platform picks the units.
+    requires = frozenset({PLACEMENT})
     #: False for FCFS: the scan stops at the first job that does not fit.
     backfills: bool = True
 
@@ -320,6 +324,7 @@ class Selective(Backfill):
     """
 
     name = "selective"
+    params = {"xfactor_threshold": XFACTOR_THRESHOLD}
 
     def __init__(self, xfactor_threshold: float | str = "adaptive") -> None:
         super().__init__()

@@ -1,68 +1,18 @@
-"""The base class of scheduling policies and the decisions they propose."""
+"""The base class of scheduling policies."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Sequence
+
+from ..decisions import Decision
 
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
+    from ..params import Param
 
-__all__ = ["BasePolicy", "Start", "Suspend", "Move", "Reject", "Decision"]
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Start (or restart) a queued job.
-
-    Attributes:
-        job: The job.
-        tier: The tier its processes run in (0 = foreground / dedicated).
-        nodes: The nodes to use, or None to let the platform choose.
-    """
-
-    job: Job
-    tier: int = 0
-    nodes: Sequence[int] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Suspend:
-    """Suspend a running job: it releases its resources and goes back to the queue."""
-
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """Move a running job to other VMs, keeping its progress.
-
-    Keeping every process on its node and changing only the tier is a swap of VM priorities:
-    free, and not a migration. Any other move saves the job's state and restores it on the
-    new VMs: one migration, and the job holds its new VMs for the migration cost before it
-    progresses again.
-
-    Attributes:
-        job: The job.
-        tier: The tier it moves to.
-        nodes: ``nodes[p]`` is the new node of process ``p``.
-    """
-
-    job: Job
-    tier: int
-    nodes: Sequence[int]
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """Turn away a queued job that never started (admission control): it never runs."""
-
-    job: Job
-
-
-Decision = Start | Suspend | Move | Reject
+__all__ = ["BasePolicy"]
 
 
 class BasePolicy(ABC):
@@ -80,10 +30,21 @@ class BasePolicy(ABC):
 
     The engine object passed in is read-only for policies: ``sim.now``, ``sim.queue`` (a dict
     from job index to queued job, in queue order), ``sim.running`` and ``sim.platform``.
+    A policy may call on the platform only what :class:`~tiersweep.core.platforms.base.BasePlatform`
+    declares plus the members of the capabilities it :attr:`requires`.
+
+    Subclasses declare, as class attributes, their registry :attr:`name`, the spec keys they take
+    (:attr:`params`, passed to the constructor as keywords once checked) and the platform
+    capabilities they need (:attr:`requires`); the spec validator refuses a platform that lacks
+    one.
     """
 
-    #: The registry name, set by subclasses.
-    name: str = ""
+    #: The registry name (``policy.name``).
+    name: ClassVar[str] = ""
+    #: The spec keys of this policy (besides ``name``), with their checks and defaults.
+    params: ClassVar[Mapping[str, Param]] = {}
+    #: The platform capabilities this policy needs (see :mod:`tiersweep.core.capabilities`).
+    requires: ClassVar[frozenset[str]] = frozenset()
 
     def setup(self, sim: Engine) -> None:
         """Called once before the run starts."""

@@ -41,23 +41,33 @@ import bisect
 import heapq
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from ..capabilities import MOVES, NODE_VMS, TIERS
+from ..decisions import Decision, Move, Start, Suspend
 from ..fenwick import Fenwick
 from ..jobs import QUEUED, RUNNING
+from ..params import Param, unit_interval
 from ..platforms.nodes import IdleSet
-from .base import BasePolicy, Decision, Move, Start, Suspend
-from .starvation import StarvationThreshold
+from .base import BasePolicy
+from .starvation import XFACTOR_THRESHOLD, StarvationThreshold
 
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
     from ..platforms.nodes import Nodes
 
-__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "ArrivalOrder"]
+__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "BG_THRESHOLD", "ArrivalOrder"]
 
 #: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
 DEFAULT_BG_THRESHOLD = 0.96
 
 _ALL, _HEAD, _STARVED = "all", "head", "starved"
+
+#: The ``bg_threshold`` spec key of the consolidating members.
+BG_THRESHOLD = Param(
+    unit_interval,
+    default=DEFAULT_BG_THRESHOLD,
+    doc="background processes only on nodes whose higher tiers are estimated below this",
+)
 
 
 class ArrivalOrder:
@@ -97,6 +107,8 @@ class Consolidation(BasePolicy):
         xfactor_threshold: SMCBF's starvation threshold: a number, or ``"adaptive"``.
     """
 
+    #: Per-node VM queries for placement, and moves for priority swaps and migrations.
+    requires = frozenset({NODE_VMS, MOVES})
     #: Whether background tiers are used.
     consolidates: bool = False
     #: Who may preempt: ``"all"``, ``"head"`` or ``"starved"``.
@@ -117,7 +129,8 @@ class Consolidation(BasePolicy):
         self._bg: list[int] = []  # indices of background jobs, sorted
         # Per background tier: nodes whose VM there is idle and whose higher tiers are
         # estimated below the threshold.
-        self._eligible = [IdleSet(nodes, full=t > 0) for t in range(self.platform.tiers)]
+        # On an empty machine the tiers above are estimated at 0: eligible iff 0 < threshold.
+        self._eligible = [IdleSet(nodes, full=t > 0 and self.bg_threshold > 0) for t in range(self.platform.tiers)]
         #: Jobs evicted from a background tier in the latest pass (for auditing).
         self.evicted: list[int] = []
 
@@ -411,6 +424,8 @@ class Cmcbf(Consolidation):
     """CMBF with background tiers (paper 000, Algorithms 2-4)."""
 
     name = "cmcbf"
+    params = {"bg_threshold": BG_THRESHOLD}
+    requires = Consolidation.requires | {TIERS}
     consolidates = True
 
 
@@ -418,6 +433,8 @@ class Amcbf(Consolidation):
     """AMBF with background tiers: only the queue head may preempt."""
 
     name = "amcbf"
+    params = {"bg_threshold": BG_THRESHOLD}
+    requires = Consolidation.requires | {TIERS}
     consolidates = True
     preemption = _HEAD
 
@@ -426,5 +443,7 @@ class Smcbf(Consolidation):
     """Consolidation where a job may preempt once its XFactor reaches the starvation threshold."""
 
     name = "smcbf"
+    params = {"bg_threshold": BG_THRESHOLD, "xfactor_threshold": XFACTOR_THRESHOLD}
+    requires = Consolidation.requires | {TIERS}
     consolidates = True
     preemption = _STARVED

@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..metrics import bounded_slowdown
+from ..params import Param, number_or
 
 if TYPE_CHECKING:
     from ..jobs import Job
 
-__all__ = ["xfactor", "StarvationThreshold"]
+__all__ = ["xfactor", "StarvationThreshold", "XFACTOR_THRESHOLD"]
+
+#: The ``xfactor_threshold`` spec key of the policies with a starvation threshold.
+XFACTOR_THRESHOLD = Param(
+    number_or("adaptive", minimum=1.0),
+    default="adaptive",
+    doc="starvation threshold: a number >= 1, or adaptive = max(10, mean bounded slowdown)",
+)
 
 
 def xfactor(job: Job, now: float) -> float:

@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..jobs import Job
 from .bandwidth import annotate_bandwidth
 from .cpu import annotate_cpu
-from .load import offered_load, rescale_gaps, scale_for_load
+from .offered_load import offered_load, rescale_gaps, scale_for_load
 from .models import generate
 from .rules import WorkloadReport, jobs_from_records
 from .swf import SWF_FIELDS, header_int, read_swf

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ..jobs import Job
-from .load import offered_load
+from .offered_load import offered_load
 
 __all__ = ["describe_jobs"]
 

@@ -38,7 +38,7 @@ mean runtime moves away from 2,500 s (:func:`mean_runtime` gives the new value).
 ``/runtimes``, ``/repeats``, ``/arrivals``), each consumed by inverse transform of uniforms,
 ``jobs`` values per stream (first runs can never outnumber runs, so no top-up is needed).
 Job i's size, runtime and repeat count therefore depend only on the seed and i: they are the
-same for every ``load_scale`` (so :func:`tiersweep.core.workloads.load.scale_for_load` sees a load
+same for every ``load_scale`` (so :func:`tiersweep.core.workloads.offered_load.scale_for_load` sees a load
 that falls smoothly with f) and for every ``jobs`` count.
 
 **Rounding:** first-run submit times are rounded to whole seconds before the merge and

@@ -1,6 +1,6 @@
 """Bandwidth-guaranteed scheduling over fat-tree embeddings (paper 004, sections 4.2 and 5.3).
 
-Every policy here runs on the ``fat_tree`` platform only (:attr:`EmbeddingPolicy.platform_kinds`)
+Every policy here needs a platform with the ``embedding`` capability (``fat_tree``)
 and starts a job only where its ``embedder`` (``adaba``, ``oktopus``, ``greedy``, ``bestfit`` or
 ``firstfit``; :mod:`tiersweep.core.platforms.embedders`) places its virtual cluster.
 
@@ -48,12 +48,13 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ..errors import PolicyError
+from ..capabilities import EMBEDDING
+from ..decisions import Decision, Reject, Start, Suspend
 from ..jobs import QUEUED
-from ..params import Param
+from ..params import Param, one_of
 from ..platforms.embedders import EMBEDDERS
 from ..platforms.fat_tree import FatTree, FatTreeState, Placement, could_ever_fit
-from .base import BasePolicy, Decision, Reject, Start, Suspend
+from .base import BasePolicy
 from .consolidation import Ambf
 
 if TYPE_CHECKING:
@@ -70,8 +71,6 @@ __all__ = [
     "Bgmbfsdf",
     "HeadFirstOrder",
     "DEFAULT_EMBEDDER",
-    "BANDWIDTH_POLICIES",
-    "BANDWIDTH_POLICY_PARAMS",
 ]
 
 #: The embedder of paper 004's scheduling experiments.
@@ -86,24 +85,18 @@ class EmbeddingPolicy(BasePolicy):
         embedder: The name of the embedder (see :data:`tiersweep.core.platforms.embedders.EMBEDDERS`).
     """
 
-    #: The platform kinds this policy runs on (checked by the spec validator and the tests).
-    platform_kinds: tuple[str, ...] = ("fat_tree",)
+    params = {
+        "embedder": Param(one_of(*EMBEDDERS), default=DEFAULT_EMBEDDER, doc=f"virtual-cluster embedder: {' | '.join(EMBEDDERS)}")
+    }
+    requires = frozenset({EMBEDDING})
 
     def __init__(self, embedder: str = DEFAULT_EMBEDDER, **params: object) -> None:
         super().__init__(**params)
-        try:
-            self._embedder = EMBEDDERS[embedder]
-        except KeyError:
-            raise ValueError(f"unknown embedder {embedder!r}; valid choices: {', '.join(EMBEDDERS)}") from None
+        self._embedder = EMBEDDERS[embedder]
         self.embedder = embedder
 
     def setup(self, sim: Engine) -> None:
         super().setup(sim)
-        if not isinstance(sim.platform, FatTree):
-            raise PolicyError(
-                f"policy {self.name!r} places virtual clusters in a fat-tree: it needs platform "
-                f"kind 'fat_tree', not {type(sim.platform).__name__}"
-            )
         self.sim = sim
         self.fat_tree: FatTree = sim.platform
         #: AdaBa's B_max: the largest demand among the jobs arrived so far.
@@ -356,19 +349,3 @@ class Bgmbfsdf(Bgmbf):
 
     def _scan_order(self, sim: Engine) -> HeadFirstOrder:
         return HeadFirstOrder(sim.queue, sim.jobs, lambda job: (job.estimate,))
-
-
-def _embedder(value: object) -> str:
-    if value in EMBEDDERS:
-        return value  # type: ignore[return-value]
-    raise ValueError(f"unknown value {value!r}; valid choices: {', '.join(EMBEDDERS)}")
-
-
-_EMBEDDER = Param(_embedder, default=DEFAULT_EMBEDDER, doc=f"virtual-cluster embedder: {' | '.join(EMBEDDERS)}")
-
-#: The policies of this module by registry name, and their own spec keys (registered in
-#: :mod:`tiersweep.core.policies`).
-BANDWIDTH_POLICIES: dict[str, type[EmbeddingPolicy]] = {
-    cls.name: cls for cls in (BwFcfs, Sbf, Sdf, Bgmbf, Bgmbfsdf, BwReject)
-}
-BANDWIDTH_POLICY_PARAMS: dict[str, dict[str, Param]] = {name: {"embedder": _EMBEDDER} for name in BANDWIDTH_POLICIES}

@@ -58,15 +58,15 @@ import bisect
 import heapq
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from ..errors import SpecError
+from ..capabilities import PLACEMENT, VM_CAPACITIES
+from ..decisions import Decision, Start
 from ..params import Param, one_of
-from ..platforms.shared_vms import SharedVms
 from .backfill import Easy
-from .base import Decision, Start
 
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
+    from ..platforms.shared_vms import SharedVms
 
 __all__ = ["VmBackfill", "SELECTORS", "VM_BACKFILL_PARAMS", "select_vms"]
 
@@ -258,7 +258,7 @@ SELECTORS: dict[str, Callable[[SharedVms, int], list[int]]] = {
 }
 
 
-#: The spec keys of ``policy: {name: vm_backfill}`` (registered in :mod:`tiersweep.core.policies`).
+#: The spec keys of ``policy: {name: vm_backfill}``.
 VM_BACKFILL_PARAMS: dict[str, Param] = {
     "selector": Param(
         one_of(*SELECTORS),
@@ -270,10 +270,7 @@ VM_BACKFILL_PARAMS: dict[str, Param] = {
 
 def select_vms(platform: SharedVms, selector: str, size: int) -> list[int]:
     """The idle VMs ``selector`` picks for a job of ``size`` tasks (``size`` <= idle VMs)."""
-    try:
-        choose = SELECTORS[selector]
-    except KeyError:
-        raise SpecError(f"policy.selector: unknown selector {selector!r}; valid choices: {', '.join(SELECTORS)}") from None
+    choose = SELECTORS[VM_BACKFILL_PARAMS["selector"].validate("policy.selector", selector)]
     if size > platform.free_count():
         raise ValueError(f"a job of {size} tasks does not fit in {platform.free_count()} idle VMs")
     return choose(platform, size)
@@ -287,13 +284,13 @@ class VmBackfill(Easy):
     """
 
     name = "vm_backfill"
-    #: Runs on shared VMs, and on dedicated nodes as EASY (see the module docstring).
-    platform_kinds = ("shared_vms", "nodes")
+    params = VM_BACKFILL_PARAMS
+    #: Runs wherever the platform can place a job; with ``vm_capacities`` (shared VMs) it
+    #: chooses the VMs itself, elsewhere it is EASY (see the module docstring).
+    requires = frozenset({PLACEMENT})
 
     def __init__(self, selector: str = "pc-sg") -> None:
         super().__init__()
-        if selector not in SELECTORS:
-            raise SpecError(f"policy.selector: unknown selector {selector!r}; valid choices: {', '.join(SELECTORS)}")
         self.selector = selector
         self._choose = SELECTORS[selector]
         self._vms: SharedVms | None = None
@@ -303,7 +300,7 @@ class VmBackfill(Easy):
 
     def setup(self, sim: Engine) -> None:
         super().setup(sim)
-        self._vms = sim.platform if isinstance(sim.platform, SharedVms) else None
+        self._vms = sim.platform if VM_CAPACITIES in sim.platform.capabilities else None
 
     # -- EC-based estimates ------------------------------------------------------------------
     def _slowest_ec(self, vms: Sequence[int] | None) -> float:

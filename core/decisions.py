@@ -1,0 +1,67 @@
+"""The decisions a policy proposes and the engine checks, then applies.
+
+Its own module so that the engine and the policies both import this vocabulary and neither
+imports the other (SimPy's kernel imports its events; events do not import the kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from .jobs import Job
+
+__all__ = ["Start", "Suspend", "Move", "Reject", "Decision"]
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start (or restart) a queued job.
+
+    Attributes:
+        job: The job.
+        tier: The tier its processes run in (0 = foreground / dedicated).
+        nodes: The nodes to use, or None to let the platform choose.
+    """
+
+    job: Job
+    tier: int = 0
+    nodes: Sequence[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """Suspend a running job: it releases its resources and goes back to the queue."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Move a running job to other VMs, keeping its progress.
+
+    Keeping every process on its node and changing only the tier is a swap of VM priorities:
+    free, and not a migration. Any other move saves the job's state and restores it on the
+    new VMs: one migration, and the job holds its new VMs for the migration cost before it
+    progresses again.
+
+    Attributes:
+        job: The job.
+        tier: The tier it moves to.
+        nodes: ``nodes[p]`` is the new node of process ``p``.
+    """
+
+    job: Job
+    tier: int
+    nodes: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Turn away a queued job that never started (admission control): it never runs."""
+
+    job: Job
+
+
+Decision = Start | Suspend | Move | Reject
