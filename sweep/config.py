@@ -119,8 +119,8 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
         for given_key, values in grid.items():
             _not_seed(f"{path}.{given_key}", given_key)
             key = canonical_key(given_key)  # a moved key is stored (and analysed) under its new name
-            if key in seen:
-                raise SpecError(f"{path}.{given_key}: already an axis (as {key})")
+            if any(key in axis for axis in these):
+                raise SpecError(f"{path}.{given_key}: already an axis of this grid (as {key})")
             these.append({key: _list(f"{path}.{given_key}", values)})
             seen.add(key)
         grid_axes.append(these)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import TiersweepError
+from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
 from .driver import result_columns
@@ -171,7 +172,7 @@ def _evaluate(config: TuneConfig, rows: list[Mapping[str, Any]]) -> tuple[list[f
 def _defaults(config: TuneConfig) -> dict[str, Any]:
     """Each tuned key's value in the base spec once defaults are filled in."""
     spec = flatten(trial_spec(config, {}, config.variants[0], config.seeds[0]))
-    return {p.key: spec.get(p.key) for p in config.params}
+    return {p.key: spec.get(canonical_key(p.key)) for p in config.params}
 
 
 def _in_space(config: TuneConfig, values: Mapping[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiersweep.core.capabilities import TIERS
 from tiersweep.core.policies import POLICIES
 from tiersweep.core.rng import stream
 from tiersweep.core.simulate import simulate
@@ -32,7 +33,8 @@ KTH_JOBS = 2000
 
 
 def spec_for(kth_path, policy: str, seed: int = 0) -> dict:
-    return {"seed": seed, "workload": {"trace": str(kth_path), "jobs": KTH_JOBS}, "policy": {"name": policy}}
+    tiers = 2 if TIERS in POLICIES[policy].requires else 1  # the consolidating members need a background tier
+    return {"seed": seed, "workload": {"trace": str(kth_path), "jobs": KTH_JOBS}, "platform": {"tiers": tiers}, "policy": {"name": policy}}
 
 
 def assert_records_identical(mine: dict, theirs: dict, label: str) -> None:
@@ -91,7 +93,7 @@ def test_same_spec_same_records_in_this_and_a_fresh_interpreter(kth_path, tmp_pa
     tiny = tmp_path / "tiny.swf"
     tiny.write_text(TINY_SWF)
     specs = {f"kth-{policy}": spec_for(kth_path, policy) for policy in POLICY_NAMES}
-    specs.update({f"tiny-{policy}": {"workload": {"trace": str(tiny)}, "policy": {"name": policy}} for policy in POLICY_NAMES})
+    specs.update({f"tiny-{policy}": {**spec_for(tiny, policy), "workload": {"trace": str(tiny)}} for policy in POLICY_NAMES})
     out = tmp_path / "child.npz"
     run_child(CHILD_SIMULATE, json.dumps(specs), str(out))
     with np.load(out) as child:
@@ -118,10 +120,12 @@ def test_records_comparison_is_positional_for_nans():
 
 @pytest.mark.parametrize("policy", POLICY_NAMES)
 def test_a_different_seed_changes_nothing_without_random_inputs(kth_path, policy):
-    # With a constant CPU usage and one tier nothing in a run is random: the seed must not matter.
+    # With a constant CPU usage, and no overhead and a fixed efficiency on background tiers,
+    # nothing in a run is random: the seed must not matter.
     def spec(seed):
         s = spec_for(kth_path, policy, seed=seed)
         s["workload"]["cpu_usage"] = 0.8
+        s["platform"].update(fg_overhead=0.0, bg_efficiency=1.0)
         return s
 
     base = simulate(spec(0))

@@ -59,11 +59,11 @@ def test_grid_is_the_cartesian_product_in_config_order_then_seeds():
 
 
 def test_axis_order_follows_the_config_and_the_last_axis_varies_fastest():
-    raw = small_raw(grid={"workload.load": [0.6, 0.9], "policy.name": ["easy", "amcbf"], "platform.tiers": [1, 2]}, seeds=[5])
+    raw = small_raw(grid={"workload.load": [0.6, 0.9], "policy.name": ["easy", "cmbf"], "platform.tiers": [1, 2]}, seeds=[5])
     points = [c.point for c in expand(parse_sweep_config(raw))]
     assert points == [
         {"workload.load": load, "policy.name": name, "platform.tiers": tiers}
-        for load, name, tiers in itertools.product([0.6, 0.9], ["easy", "amcbf"], [1, 2])
+        for load, name, tiers in itertools.product([0.6, 0.9], ["easy", "cmbf"], [1, 2])
     ]
     assert list(points[0]) == ["workload.load", "policy.name", "platform.tiers"]
 
@@ -98,12 +98,13 @@ def test_zip_groups_vary_together_after_the_grid_axes():
     )
     cells = expand(parse_sweep_config(raw))
     assert [c.point for c in cells] == [
-        {"policy.name": name, "policy.migration_cost": cost, "workload.cpu_accuracy": accuracy}
+        # policy.migration_cost, the key's old name, is stored under its new one
+        {"policy.name": name, "platform.migration_cost": cost, "workload.cpu_accuracy": accuracy}
         for name in ["easy", "amcbf"]
         for cost, accuracy in [(0, 1.0), (600, 0.0)]
     ]
     for cell in cells:
-        assert cell.spec["policy"]["migration_cost"] == cell.point["policy.migration_cost"]
+        assert cell.spec["platform"]["migration_cost"] == cell.point["platform.migration_cost"]
         assert cell.spec["workload"]["cpu_accuracy"] == cell.point["workload.cpu_accuracy"]
 
 
@@ -168,7 +169,7 @@ def test_exclude_can_name_a_zip_key():
     raw = small_raw(zip=[{"policy.migration_cost": [0, 600], "workload.cpu_accuracy": [1.0, 0.0]}], exclude=[{"policy.migration_cost": 600}])
     cells = expand(parse_sweep_config(raw))
     assert len(cells) == 8
-    assert {c.point["policy.migration_cost"] for c in cells} == {0}
+    assert {c.point["platform.migration_cost"] for c in cells} == {0}
 
 
 def test_an_exclude_key_that_is_not_an_axis_is_an_error_naming_it():
@@ -314,7 +315,7 @@ def test_an_invalid_cell_stops_the_sweep_before_anything_runs_or_is_written(tmp_
 def test_grid_points_with_identical_canonical_specs_are_one_cell():
     # null means the default (20 s), so the first two points are the same run.
     cells = expand(small_config(grid={"policy.migration_cost": [None, 20, 600]}))
-    assert [(c.index, c.point["policy.migration_cost"], c.spec["policy"]["migration_cost"]) for c in cells] == [
+    assert [(c.index, c.point["platform.migration_cost"], c.spec["platform"]["migration_cost"]) for c in cells] == [
         (0, None, 20.0), (1, None, 20.0), (2, 600, 600.0), (3, 600, 600.0)
     ]
     assert len({c.cell_id for c in cells}) == 4
@@ -481,7 +482,7 @@ def test_grids_are_the_union_of_their_cartesian_products():
     ]
     raw["seeds"] = [7]
     cells = expand(parse_sweep_config(raw))
-    points = [(c.spec["policy"]["migration_cost"], c.spec["workload"]["cpu_accuracy"]) for c in cells]
+    points = [(c.spec["platform"]["migration_cost"], c.spec["workload"]["cpu_accuracy"]) for c in cells]
     assert points == [(0.0, 1.0), (20.0, 1.0), (600.0, 1.0), (20.0, 0.0), (20.0, 0.5)]
     assert [c.index for c in cells] == list(range(5))
 

@@ -101,7 +101,7 @@ def test_the_documented_columns_have_the_documented_types(swept):
         assert types[name] == kind, name
     spec_types = {
         "policy.name": pa.string(),
-        "policy.migration_cost": pa.float64(),
+        "platform.migration_cost": pa.float64(),
         "policy.bg_threshold": pa.float64(),  # amcbf only; null for easy
         "workload.load": pa.float64(),
         "workload.jobs": pa.int64(),

@@ -422,7 +422,8 @@ def test_several_objectives_are_means_of_stored_rows(multi_run):
     frame = pd.read_parquet(multi_run.files["trials"]).set_index("number")
     for trial in multi_run.study.trials:
         cells = [rows[c] for c in trial.user_attrs["cell_ids"]]
-        assert {r["policy.migration_cost"] for r in cells} == {trial.params["policy.migration_cost"]}
+        # The study names the key by its old name; the rows store it under its new one.
+        assert {r["platform.migration_cost"] for r in cells} == {trial.params["policy.migration_cost"]}
         for i, metric in enumerate(["mean_bsld", "utilization"]):
             samples = np.array([r[metric] for r in cells])
             assert trial.values[i] == pytest.approx(float(samples.mean()), rel=1e-12)
@@ -520,7 +521,7 @@ def test_int_parameter_trials_and_default_baseline(two_param_run):
         value = trial.params["policy.migration_cost"]
         assert isinstance(value, int) and 0 <= value <= 600
     rows = stored_rows(two_param_run.root)
-    baseline = [r for r in rows.values() if r[BG] == PAPER_BG_THRESHOLD and r["policy.migration_cost"] == 20]
+    baseline = [r for r in rows.values() if r[BG] == PAPER_BG_THRESHOLD and r["platform.migration_cost"] == 20]
     assert len(baseline) == 2  # trial 0's cells are the baseline's: not computed twice
     assert two_param_run.computed == 6 * 2
 

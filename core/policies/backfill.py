@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ..capabilities import PLACEMENT
 from ..decisions import Decision, Start
@@ -130,20 +130,53 @@ class Backfill(BasePolicy):
 
     The policy keeps the running jobs sorted by estimated end (an index updated by the start,
     finish and suspend hooks) so that a pass never scans the whole machine.
+
+    Three hooks make a variant a configuration rather than a copy (pybatsim's backfiller takes
+    the same as arguments):
+
+    * :meth:`place`: the ``Start`` of a job, i.e. which units it gets (default: the platform
+      chooses). A policy that chooses sets :attr:`places` so the pass asks before it decides.
+    * :meth:`speed`: the rate a job is guaranteed on given units, so that its estimated
+      duration there is ``estimate / speed`` (default 1: dedicated units); :meth:`best_speed`
+      bounds it over the idle units, to skip candidates that cannot end in time anywhere.
+    * :meth:`candidates`: the backfill candidates in the order they are tried (default: queue
+      order).
     """
 
     #: Jobs are started with ``Start(job)``: the platform picks the units.
     requires = frozenset({PLACEMENT})
     #: False for FCFS: the scan stops at the first job that does not fit.
     backfills: bool = True
+    #: True when :meth:`place` chooses units (then the pass places a candidate before judging
+    #: it, since its estimated duration depends on where it runs).
+    places: bool = False
 
     def __init__(self) -> None:
         self._ends: list[tuple[float, int, Job]] = []
         self._end_key: dict[int, tuple[float, int, Job]] = {}
 
+    # -- hooks ----------------------------------------------------------------------------
+    def place(self, job: Job) -> Start:
+        """The ``Start`` decision of ``job`` now (default: the platform chooses its units)."""
+        return Start(job)
+
+    def speed(self, units: Sequence[int] | None) -> float:
+        """The rate a job is guaranteed on ``units`` (None: not chosen yet), in (0, 1]."""
+        return 1.0
+
+    def best_speed(self) -> float:
+        """An upper bound of :meth:`speed` over the idle units (used to skip candidates)."""
+        return 1.0
+
+    def candidates(self, waiting: list[Job]) -> list[Job]:
+        """The backfill candidates (``waiting``: queued jobs after the head, in queue order)
+        in the order they are tried."""
+        return waiting
+
     # -- index of running jobs by estimated end -------------------------------------------
     def on_start(self, job: Job) -> None:
-        key = (job.last_start_time + max(job.estimate - job.progress, 0.0), job.index, job)
+        remaining = max(job.estimate - job.progress, 0.0) / self.speed(job.nodes)
+        key = (job.last_start_time + remaining, job.index, job)
         self._end_key[job.index] = key
         bisect.insort(self._ends, key)
 
@@ -162,16 +195,20 @@ class Backfill(BasePolicy):
         queue = sim.queue
         if not queue:
             return
-        platform = sim.platform
-        free = platform.free_count()
+        free = sim.platform.free_count()
         if free == 0:
             return
+        yield from self._full_pass(sim, free)
+
+    def _full_pass(self, sim: Engine, free: int) -> Iterator[Decision]:
+        queue = sim.queue
         # Start queue heads while they fit: O(1) per head, however long the queue.
+        place = self.place
         while queue:
             job = next(iter(queue.values()))
             if job.size > free:
                 break
-            yield Start(job)
+            yield place(job)
             free -= job.size
         if not queue or free == 0 or not self.backfills:
             return
@@ -181,18 +218,27 @@ class Backfill(BasePolicy):
         """Scan ``waiting[first:]`` with an availability profile (any reservation rule)."""
         profile = Profile(now, free, [(end, job.size) for end, _, job in self._ends])
         reserved = 0
-        for job in waiting[first:]:
+        place = self.place
+        for job in self.candidates(waiting[first:]):
             if profile.free[0] == 0:
                 return  # nothing else can start now; later reservations constrain nobody
             if self.reserves(job, now, reserved):
                 reserved += 1
+                # Where it will run is not known yet: reserve for its duration at full speed
+                # (placing policies with reservations for all would need a per-unit profile).
                 start = profile.earliest(job.size, job.estimate)
                 profile.reserve(start, job.estimate, job.size)
                 if start == now:
-                    yield Start(job)
-            elif profile.fits_now(job.size, job.estimate):
-                profile.reserve(now, job.estimate, job.size)
-                yield Start(job)
+                    yield place(job)
+            else:
+                if self.places:
+                    decision = place(job)
+                    duration = job.estimate / self.speed(decision.nodes)
+                else:
+                    decision, duration = None, job.estimate  # built only if it starts
+                if profile.fits_now(job.size, duration):
+                    profile.reserve(now, duration, job.size)
+                    yield decision if decision is not None else Start(job)
 
 
 class Fcfs(Backfill):
@@ -210,6 +256,8 @@ class Easy(Backfill):
     a pass only has to look at the jobs that arrived since: every job already scanned was
     rejected with the same free processors and extra, and ``now + estimate <= shadow`` only
     gets harder as time passes. This keeps arrival-only passes from rescanning the queue.
+    (A placing variant's choices and speeds depend only on the platform's state, which only
+    starts and ends change, so the memo holds for it too.)
     """
 
     name = "easy"
@@ -243,7 +291,7 @@ class Easy(Backfill):
             return
         if (yield from self._arrivals_only(sim, free)):
             return
-        yield from super().decide(sim)
+        yield from self._full_pass(sim, free)
 
     def _arrivals_only(self, sim: Engine, free: int) -> Iterator[Decision]:
         """With a valid memo, scan only the jobs that arrived since the last full pass and
@@ -260,7 +308,7 @@ class Easy(Backfill):
             arrived.append(queue[index])
         if arrived:
             arrived.reverse()
-            extra = yield from self._scan(sim.now, free, shadow, extra, arrived)
+            extra = yield from self._scan(sim.now, free, shadow, extra, self.candidates(arrived))
             self._memo = (shadow, extra, next(reversed(queue)))
         return True
 
@@ -280,29 +328,39 @@ class Easy(Backfill):
                 clamped = end <= now
                 shadow = math.nextafter(now, math.inf) if clamped else end
         extra = available - head_size
-        extra = yield from self._scan(now, free, shadow, extra, waiting[first + 1 :])
+        extra = yield from self._scan(now, free, shadow, extra, self.candidates(waiting[first + 1 :]))
         # A shadow clamped to "now" moves with the clock: no memo then.
         self._memo = None if clamped else (shadow, extra, waiting[-1].index)
 
-    @staticmethod
-    def _scan(now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+    def _scan(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
         """Start the candidates that fit now and end by the shadow or fit in the extra
         processors; return the extra processors left."""
+        places = self.places
+        best = self.best_speed() if places else 1.0
         for job in candidates:
             size = job.size
             if size > free:
                 continue
-            if now + job.estimate <= shadow:
-                yield Start(job)
+            if places:
+                if size > extra and now + job.estimate / best > shadow:
+                    continue  # cannot end by the shadow on any idle units
+                decision = self.place(job)
+                end = now + job.estimate / self.speed(decision.nodes)
+            else:
+                decision = None  # the platform places it: no need to build it unless it starts
+                end = now + job.estimate
+            if end <= shadow:
                 free -= size
             elif size <= extra:
-                yield Start(job)
                 free -= size
                 extra -= size
             else:
                 continue
+            yield decision if decision is not None else Start(job)
             if free == 0:
                 break
+            if places:
+                best = self.best_speed()
         return extra
 
 

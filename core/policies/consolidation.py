@@ -54,8 +54,9 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
     from ..platforms.nodes import Nodes
+    from .embedding import HeadFirstOrder
 
-__all__ = ["Consolidation", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "BG_THRESHOLD", "ArrivalOrder"]
+__all__ = ["Consolidation", "ResourceModel", "NodeVms", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "BG_THRESHOLD", "ArrivalOrder"]
 
 #: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
 DEFAULT_BG_THRESHOLD = 0.96
@@ -98,47 +99,95 @@ class ArrivalOrder:
         heapq.heappush(self._heap, index)
 
 
-class Consolidation(BasePolicy):
-    """The shared skeleton. Subclasses set :attr:`consolidates` and :attr:`preemption`.
+class ResourceModel:
+    """What the migration-backfilling skeleton asks of the resources: a collaborator, so that the
+    same skeleton (:class:`Consolidation`) serves nodes with tiers and, as BgMBF, fat-tree
+    embeddings (:class:`tiersweep.core.policies.embedding.Embeddings`).
+
+    The skeleton calls :meth:`setup` once, the lifecycle hooks as the engine reports changes,
+    :meth:`admit` at the start of each pass, and the planning methods during its foreground
+    phase. A *plan* is whatever the model needs to remember between planning and dispatching
+    (anything but None).
 
     Args:
-        bg_threshold: A node takes a background process only while the estimated CPU usage of
-            its higher tiers is below this.
-        xfactor_threshold: SMCBF's starvation threshold: a number, or ``"adaptive"``.
+        policy: The policy that owns this model (for its parameters and indexes).
     """
 
-    #: Per-node VM queries for placement, and moves for priority swaps and migrations.
-    requires = frozenset({NODE_VMS, MOVES})
-    #: Whether background tiers are used.
-    consolidates: bool = False
-    #: Who may preempt: ``"all"``, ``"head"`` or ``"starved"``.
-    preemption: str = _ALL
+    #: Whether the model has background tiers for the skeleton's background phase.
+    has_background: bool = False
 
-    def __init__(self, bg_threshold: float = DEFAULT_BG_THRESHOLD, xfactor_threshold: float | str = "adaptive") -> None:
-        self.bg_threshold = float(bg_threshold)
-        self.starvation = StarvationThreshold(xfactor_threshold)
+    def __init__(self, policy: Consolidation) -> None:
+        self.policy = policy
 
-    # -- indexes, kept up to date by the engine's hooks -----------------------------------------
     def setup(self, sim: Engine) -> None:
+        """Called once, from the policy's ``setup``."""
         self.sim = sim
+
+    def on_submit(self, job: Job) -> None:
+        """``job`` has joined the queue."""
+
+    def on_start(self, job: Job) -> None:
+        """``job`` has started."""
+
+    def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
+        """``job`` has left ``nodes`` in ``tier`` (finished, suspended, or moved away)."""
+
+    def admit(self, sim: Engine) -> Iterator[Decision]:
+        """Decisions taken before each pass (e.g. rejecting jobs that could never run)."""
+        return iter(())
+
+    def scan_order(self, sim: Engine, background: list[int]) -> ArrivalOrder | HeadFirstOrder:
+        """The jobs the foreground phase examines, in order (default: queued and background
+        jobs by arrival)."""
+        return ArrivalOrder([*sim.queue, *background])
+
+    def idle_units(self) -> int:
+        """Units a job can take without displacing anyone."""
+        raise NotImplementedError
+
+    def plan_now(self, job: Job, idle: int) -> object | None:
+        """How ``job`` can be dispatched now, or None."""
+        raise NotImplementedError
+
+    def plan_displacing(self, job: Job, idle: int, later: int) -> object | None:
+        """How ``job`` could be dispatched once the running jobs that arrived after it (holding
+        ``later`` units; :meth:`Consolidation.later_jobs` lists them) make way, or None."""
+        raise NotImplementedError
+
+    def dispatch(self, job: Job, plan: object) -> Iterator[Decision]:
+        """Dispatch ``job`` as planned."""
+        raise NotImplementedError
+
+    def displace(self, job: Job, plan: object, displaced: list[int]) -> Iterator[Decision]:
+        """Make way for ``job`` as planned (among the later jobs); append the displaced indices."""
+        raise NotImplementedError
+
+    def background_phase(self, sim: Engine) -> Iterator[Decision]:
+        """Start queued jobs in background tiers (only if :attr:`has_background`)."""
+        return iter(())
+
+
+class NodeVms(ResourceModel):
+    """The resource model of the ``nodes`` platform (capability ``node_vms``): foreground and
+    background VMs per node, the paper's matchmaking, evictions and priority swaps."""
+
+    def setup(self, sim: Engine) -> None:
+        super().setup(sim)
+        policy = self.policy
         self.platform: Nodes = sim.platform
-        self.tiers = self.platform.tiers if self.consolidates else 1
+        self.tiers = self.platform.tiers if policy.consolidates else 1
+        self.has_background = self.tiers > 1
         nodes = self.platform.capacity
-        self._fg_later = Fenwick(len(sim.jobs))  # foreground VMs held, by arrival rank
-        self._fg: list[int] = []  # indices of foreground jobs, sorted
-        self._bg: list[int] = []  # indices of background jobs, sorted
         # Per background tier: nodes whose VM there is idle and whose higher tiers are
-        # estimated below the threshold.
-        # On an empty machine the tiers above are estimated at 0: eligible iff 0 < threshold.
-        self._eligible = [IdleSet(nodes, full=t > 0 and self.bg_threshold > 0) for t in range(self.platform.tiers)]
-        #: Jobs evicted from a background tier in the latest pass (for auditing).
-        self.evicted: list[int] = []
+        # estimated below the threshold. On an empty machine the tiers above are estimated at
+        # 0: eligible iff 0 < threshold.
+        self._eligible = [IdleSet(nodes, full=t > 0 and policy.bg_threshold > 0) for t in range(self.platform.tiers)]
 
     def _refresh(self, nodes: Sequence[int]) -> None:
         """Re-judge the background eligibility of ``nodes`` (their occupancy just changed)."""
         if self.tiers == 1:
             return  # no background tier to be eligible for
-        platform, threshold = self.platform, self.bg_threshold
+        platform, threshold = self.platform, self.policy.bg_threshold
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
         for tier in range(1, self.tiers):
             eligible = self._eligible[tier]
@@ -148,133 +197,29 @@ class Consolidation(BasePolicy):
                 if ok != (node in eligible):
                     (eligible.add if ok else eligible.remove)(node)
 
-    def _enter(self, job: Job) -> None:
-        if job.tier == 0:
-            self._fg_later.add(job.index, job.size)
-            bisect.insort(self._fg, job.index)
-        else:
-            bisect.insort(self._bg, job.index)
-
-    def _leave(self, job: Job, tier: int) -> None:
-        if tier == 0:
-            self._fg_later.add(job.index, -job.size)
-            del self._fg[bisect.bisect_left(self._fg, job.index)]
-        else:
-            del self._bg[bisect.bisect_left(self._bg, job.index)]
-
     def on_start(self, job: Job) -> None:
-        self._enter(job)
         self._refresh(job.nodes)
 
-    def on_finish(self, job: Job) -> None:
-        self._leave(job, job.tier)
-        self._refresh(job.nodes)
-        self.starvation.completed(job)
-
-    def on_suspend(self, job: Job) -> None:
-        self._leave(job, job.tier)
-        self._refresh(job.nodes)
-
-    def on_move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
-        self._leave(job, tier)
-        self._enter(job)
+    def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         self._refresh(nodes)
-        self._refresh(job.nodes)
 
-    # -- who may preempt ------------------------------------------------------------------------
-    def may_preempt(self, job: Job, now: float) -> bool:
-        """Whether ``job`` may displace later-arrived foreground jobs now."""
-        if self.preemption == _ALL:
-            return True
-        if self.preemption == _HEAD:
-            queue = self.sim.queue
-            return job.state == QUEUED and next(iter(queue)) == job.index
-        return self.starvation.starved(job, now)
-
-    # -- the pass ---------------------------------------------------------------------------------
-    def decide(self, sim: Engine) -> Iterator[Decision]:
-        queue = sim.queue
-        if not queue and not self._bg:
-            return
-        self.evicted = []
-        while True:
-            yield from self._foreground_phase(sim)
-            if self.tiers == 1 or not queue:
-                return
-            head = next(iter(queue))
-            yield from self._background_phase(sim)
-            # When the background phase started the head, the next job is the head now, and
-            # where only the head may preempt it gets its turn in this pass. The head's
-            # arrival rank only grows, so this ends.
-            if self.preemption != _HEAD or not queue or next(iter(queue)) == head:
-                return
-
-    def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
-        """Queued and background jobs in arrival order; displaced jobs rejoin the scan, since
-        they arrived after the job that displaced them (paper 000, Algorithm 1, line 14).
-
-        The resource questions go through the hooks below (:meth:`_idle_units`,
-        :meth:`_plan_now`, :meth:`_plan_displacing`, :meth:`_dispatch`,
-        :meth:`_displace_later_jobs`) and the order through :meth:`_scan_order`, so that the
-        same skeleton serves other resource models (BgMBF over fat-tree embeddings)."""
-        jobs, now, queue = sim.jobs, sim.now, sim.queue
-        head_only = self.preemption == _HEAD
-        order = self._scan_order(sim)
-        idle_units, plan_now, dispatch = self._idle_units, self._plan_now, self._dispatch
-        for index in order:
-            job = jobs[index]
-            if not (job.state == QUEUED or (job.state == RUNNING and job.tier > 0)):
-                continue  # moved up or displaced earlier in this pass
-            idle = idle_units()
-            plan = plan_now(job, idle)
-            if plan is not None:
-                yield from dispatch(job, plan)
-                continue
-            if head_only:
-                if job.state != QUEUED:
-                    continue
-                if next(iter(queue)) != index:
-                    if idle == 0:
-                        return  # past the head nobody may preempt, and nothing is idle
-                    continue
-            later = self._fg_later.after(index)
-            if idle + later == 0:
-                return  # nothing later in arrival order can reach the foreground either
-            plan = self._plan_displacing(job, idle, later)
-            if plan is not None and self.may_preempt(job, now):
-                displaced: list[int] = []
-                yield from self._displace_later_jobs(job, plan, displaced)
-                yield from dispatch(job, plan)
-                for victim in displaced:
-                    order.push(victim)
-
-    # -- resource hooks of the foreground phase -----------------------------------------------------
-    def _scan_order(self, sim: Engine) -> ArrivalOrder:
-        """The jobs the foreground phase examines, in order: queued and background jobs by
-        arrival."""
-        return ArrivalOrder([*sim.queue, *self._bg])
-
-    def _idle_units(self) -> int:
-        """Units a job can take without displacing anyone: the idle foreground VMs."""
+    # -- the foreground phase ---------------------------------------------------------------------
+    def idle_units(self) -> int:
+        """The idle foreground VMs."""
         return self.platform.free_count(0)
 
-    def _plan_now(self, job: Job, idle: int) -> object | None:
-        """How ``job`` can be dispatched to the foreground now (anything but None), or None."""
+    def plan_now(self, job: Job, idle: int) -> object | None:
         return True if job.size <= idle else None
 
-    def _plan_displacing(self, job: Job, idle: int, later: int) -> object | None:
-        """How ``job`` could be dispatched once jobs that arrived after it, holding ``later``
-        units, make way, or None. Here: how many of those units it needs."""
+    def plan_displacing(self, job: Job, idle: int, later: int) -> object | None:
+        """How many of the later jobs' foreground VMs ``job`` needs."""
         return job.size - idle if job.size <= idle + later else None
 
-    def _dispatch(self, job: Job, plan: object) -> Iterator[Decision]:
-        """Dispatch ``job`` to the foreground, as :meth:`_plan_now` or :meth:`_plan_displacing`
-        planned."""
+    def dispatch(self, job: Job, plan: object) -> Iterator[Decision]:
         return self._dispatch_foreground(job)
 
-    def _displace_later_jobs(self, job: Job, needed: int, displaced: list[int]) -> Iterator[Decision]:
-        """Free ``needed`` foreground VMs (the plan of :meth:`_plan_displacing`) held by jobs
-        that arrived after ``job``.
+    def displace(self, job: Job, plan: object, displaced: list[int]) -> Iterator[Decision]:
+        """Free ``plan`` foreground VMs held by jobs that arrived after ``job``.
 
         As in paper 000's example (section 4.1.1: "First, collect the nodes used by J6, then
         J5, but only evicting J5 is enough for J4, thus, J6 remains"): later jobs are
@@ -283,16 +228,15 @@ class Consolidation(BasePolicy):
         background tier of its own nodes when those VMs are all idle (a priority swap,
         Algorithm 2 line 9), else suspended. The paper speaks of "backfilled" jobs; every
         later-arrived foreground job counts here, as its stated policy does ("nodes ...
-        occupied by jobs with a later arrival time"). Displaced jobs' indices are appended
-        to ``displaced``.
+        occupied by jobs with a later arrival time").
         """
+        needed = plan
         jobs = self.sim.jobs
         collected: list[Job] = []
         total = 0
-        for index in reversed(self._fg):
+        for index in self.policy.later_jobs(job):
             if total >= needed:
                 break
-            assert index > job.index, "the Fenwick count promised enough later jobs"
             collected.append(jobs[index])
             total += jobs[index].size
         for victim in list(collected):
@@ -309,7 +253,7 @@ class Consolidation(BasePolicy):
 
     def _free_lower_tier(self, nodes: Sequence[int]) -> int | None:
         """The highest background tier idle on all ``nodes`` once their foreground leaves it."""
-        platform, threshold = self.platform, self.bg_threshold
+        platform, threshold = self.platform, self.policy.bg_threshold
         for tier in range(1, self.tiers):
             if all(
                 platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes
@@ -352,7 +296,7 @@ class Consolidation(BasePolicy):
         to or above the threshold (paper 000, Algorithm 2, line 25: "evict the background job
         if the utilization of j_i is above the threshold"; with k tiers, every tier below the
         placement is judged by the estimated load of the tiers above it), latest arrival first."""
-        platform, threshold = self.platform, self.bg_threshold
+        platform, threshold = self.platform, self.policy.bg_threshold
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
         victims: set[int] = set()
         for p, node in enumerate(placement):
@@ -370,10 +314,11 @@ class Consolidation(BasePolicy):
                     above += vm_est[base + lower]
         jobs = self.sim.jobs
         for index in sorted(victims, reverse=True):
-            self.evicted.append(index)
+            self.policy.evicted.append(index)
             yield Suspend(jobs[index])
 
-    def _background_phase(self, sim: Engine) -> Iterator[Decision]:
+    # -- the background phase ---------------------------------------------------------------------
+    def background_phase(self, sim: Engine) -> Iterator[Decision]:
         eligible = self._eligible
         tiers = range(1, self.tiers)
         room = max(len(eligible[t]) for t in tiers)
@@ -405,6 +350,151 @@ class Consolidation(BasePolicy):
             placement[p] = node
         yield from self._evictions(job, tier, placement)
         yield Start(job, tier, placement)
+
+
+class Consolidation(BasePolicy):
+    """The shared skeleton. Subclasses set :attr:`consolidates`, :attr:`preemption` and, for
+    other resources than nodes, :attr:`resource_model`.
+
+    Args:
+        bg_threshold: A node takes a background process only while the estimated CPU usage of
+            its higher tiers is below this.
+        xfactor_threshold: SMCBF's starvation threshold: a number, or ``"adaptive"``.
+    """
+
+    #: Per-node VM queries for placement, and moves for priority swaps and migrations.
+    requires = frozenset({NODE_VMS, MOVES})
+    #: Whether background tiers are used.
+    consolidates: bool = False
+    #: Who may preempt: ``"all"``, ``"head"`` or ``"starved"``.
+    preemption: str = _ALL
+    #: The resources' collaborator class (built with the policy in ``setup``).
+    resource_model: type[ResourceModel] = NodeVms
+
+    def __init__(self, bg_threshold: float = DEFAULT_BG_THRESHOLD, xfactor_threshold: float | str = "adaptive") -> None:
+        self.bg_threshold = float(bg_threshold)
+        self.starvation = StarvationThreshold(xfactor_threshold)
+        self.resources = self.resource_model(self)
+
+    # -- indexes, kept up to date by the engine's hooks -----------------------------------------
+    def setup(self, sim: Engine) -> None:
+        self.sim = sim
+        self._fg_later = Fenwick(len(sim.jobs))  # foreground units held, by arrival rank
+        self._fg: list[int] = []  # indices of foreground jobs, sorted
+        self._bg: list[int] = []  # indices of background jobs, sorted
+        #: Jobs evicted from a background tier in the latest pass (for auditing).
+        self.evicted: list[int] = []
+        self.resources.setup(sim)
+
+    def _enter(self, job: Job) -> None:
+        if job.tier == 0:
+            self._fg_later.add(job.index, job.size)
+            bisect.insort(self._fg, job.index)
+        else:
+            bisect.insort(self._bg, job.index)
+
+    def _leave(self, job: Job, tier: int) -> None:
+        if tier == 0:
+            self._fg_later.add(job.index, -job.size)
+            del self._fg[bisect.bisect_left(self._fg, job.index)]
+        else:
+            del self._bg[bisect.bisect_left(self._bg, job.index)]
+
+    def on_submit(self, job: Job) -> None:
+        self.resources.on_submit(job)
+
+    def on_start(self, job: Job) -> None:
+        self._enter(job)
+        self.resources.on_start(job)
+
+    def on_finish(self, job: Job) -> None:
+        self._leave(job, job.tier)
+        self.resources.on_end(job, job.tier, job.nodes)
+        self.starvation.completed(job)
+
+    def on_suspend(self, job: Job) -> None:
+        self._leave(job, job.tier)
+        self.resources.on_end(job, job.tier, job.nodes)
+
+    def on_move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
+        self._leave(job, tier)
+        self._enter(job)
+        self.resources.on_end(job, tier, nodes)
+        self.resources.on_start(job)
+
+    # -- who may preempt ------------------------------------------------------------------------
+    def may_preempt(self, job: Job, now: float) -> bool:
+        """Whether ``job`` may displace later-arrived foreground jobs now."""
+        if self.preemption == _ALL:
+            return True
+        if self.preemption == _HEAD:
+            queue = self.sim.queue
+            return job.state == QUEUED and next(iter(queue)) == job.index
+        return self.starvation.starved(job, now)
+
+    def later_jobs(self, job: Job) -> Iterator[int]:
+        """Indices of the running foreground jobs that arrived after ``job``, latest first
+        (lazily: callers usually need only the latest few)."""
+        for index in reversed(self._fg):
+            if index <= job.index:
+                return
+            yield index
+
+    # -- the pass ---------------------------------------------------------------------------------
+    def decide(self, sim: Engine) -> Iterator[Decision]:
+        yield from self.resources.admit(sim)
+        queue = sim.queue
+        if not queue and not self._bg:
+            return
+        self.evicted = []
+        background = self.resources.has_background
+        while True:
+            yield from self._foreground_phase(sim)
+            if not background or not queue:
+                return
+            head = next(iter(queue))
+            yield from self.resources.background_phase(sim)
+            # When the background phase started the head, the next job is the head now, and
+            # where only the head may preempt it gets its turn in this pass. The head's
+            # arrival rank only grows, so this ends.
+            if self.preemption != _HEAD or not queue or next(iter(queue)) == head:
+                return
+
+    def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
+        """Queued and background jobs in the resource model's order (by arrival on nodes);
+        displaced jobs rejoin the scan, since they arrived after the job that displaced them
+        (paper 000, Algorithm 1, line 14)."""
+        jobs, now, queue = sim.jobs, sim.now, sim.queue
+        head_only = self.preemption == _HEAD
+        resources = self.resources
+        order = resources.scan_order(sim, self._bg)
+        idle_units, plan_now, dispatch = resources.idle_units, resources.plan_now, resources.dispatch
+        for index in order:
+            job = jobs[index]
+            if not (job.state == QUEUED or (job.state == RUNNING and job.tier > 0)):
+                continue  # moved up or displaced earlier in this pass
+            idle = idle_units()
+            plan = plan_now(job, idle)
+            if plan is not None:
+                yield from dispatch(job, plan)
+                continue
+            if head_only:
+                if job.state != QUEUED:
+                    continue
+                if next(iter(queue)) != index:
+                    if idle == 0:
+                        return  # past the head nobody may preempt, and nothing is idle
+                    continue
+            later = self._fg_later.after(index)
+            if idle + later == 0:
+                return  # nothing later in arrival order can reach the foreground either
+            plan = resources.plan_displacing(job, idle, later)
+            if plan is not None and self.may_preempt(job, now):
+                displaced: list[int] = []
+                yield from resources.displace(job, plan, displaced)
+                yield from dispatch(job, plan)
+                for victim in displaced:
+                    order.push(victim)
 
 
 class Cmbf(Consolidation):

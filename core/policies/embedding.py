@@ -46,7 +46,7 @@ Choices where the paper is silent:
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..capabilities import EMBEDDING
 from ..decisions import Decision, Reject, Start, Suspend
@@ -55,7 +55,7 @@ from ..params import Param, one_of
 from ..platforms.embedders import EMBEDDERS
 from ..platforms.fat_tree import FatTree, FatTreeState, Placement, could_ever_fit
 from .base import BasePolicy
-from .consolidation import Ambf
+from .consolidation import Ambf, ArrivalOrder, Consolidation, ResourceModel
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -69,6 +69,8 @@ __all__ = [
     "BwReject",
     "Bgmbf",
     "Bgmbfsdf",
+    "Embedder",
+    "Embeddings",
     "HeadFirstOrder",
     "DEFAULT_EMBEDDER",
 ]
@@ -77,43 +79,43 @@ __all__ = [
 DEFAULT_EMBEDDER = "adaba"
 
 
-class EmbeddingPolicy(BasePolicy):
+#: The ``embedder`` spec key of every policy here.
+EMBEDDER = Param(one_of(*EMBEDDERS), default=DEFAULT_EMBEDDER, doc=f"virtual-cluster embedder: {' | '.join(EMBEDDERS)}")
+
+
+class Embedder:
     """What every policy over fat-tree embeddings shares: the embedder, ``B_max``, a memo of
-    failed embeddings, and turning away jobs that could never be placed.
+    failed embeddings, and turning away jobs that could never be placed. A collaborator of the
+    queueing policies (:class:`EmbeddingPolicy`) and of BgMBF's resource model
+    (:class:`Embeddings`).
 
     Args:
-        embedder: The name of the embedder (see :data:`tiersweep.core.platforms.embedders.EMBEDDERS`).
+        name: The name of the embedder (see :data:`tiersweep.core.platforms.embedders.EMBEDDERS`).
+
+    Attributes:
+        bmax: AdaBa's ``B_max``: the largest demand among the jobs arrived so far.
     """
 
-    params = {
-        "embedder": Param(one_of(*EMBEDDERS), default=DEFAULT_EMBEDDER, doc=f"virtual-cluster embedder: {' | '.join(EMBEDDERS)}")
-    }
-    requires = frozenset({EMBEDDING})
+    def __init__(self, name: str = DEFAULT_EMBEDDER) -> None:
+        self.name = name
+        self.function = EMBEDDERS[name]
 
-    def __init__(self, embedder: str = DEFAULT_EMBEDDER, **params: object) -> None:
-        super().__init__(**params)
-        self._embedder = EMBEDDERS[embedder]
-        self.embedder = embedder
-
-    def setup(self, sim: Engine) -> None:
-        super().setup(sim)
-        self.sim = sim
-        self.fat_tree: FatTree = sim.platform
-        #: AdaBa's B_max: the largest demand among the jobs arrived so far.
+    def setup(self, fat_tree: FatTree) -> None:
+        """Called once, before the run, with the platform."""
+        self.fat_tree = fat_tree
         self.bmax = 0.0
         self._failed: dict[int, tuple[int, float]] = {}  # job -> (state version, bmax) it failed at
         self._placeable: dict[tuple[int, float], bool] = {}
-        self._idle_state = FatTreeState(self.fat_tree.topo)
+        self._idle_state = FatTreeState(fat_tree.topo)
         self._arrived: list[Job] = []
 
     def on_submit(self, job: Job) -> None:
-        super().on_submit(job)
+        """``job`` arrived: update ``B_max`` and remember it for :meth:`rejections`."""
         demand = self.fat_tree.demand(job)
         if demand > self.bmax:
             self.bmax = demand
         self._arrived.append(job)
 
-    # -- embedding -----------------------------------------------------------------------------
     def embed(self, job: Job, state: FatTreeState | None = None) -> Placement | None:
         """Where the embedder puts ``job`` in ``state`` (default: the platform's), or None.
 
@@ -130,11 +132,11 @@ class EmbeddingPolicy(BasePolicy):
             key = (state.version, self.bmax)
             if self._failed.get(job.index) == key:
                 return None
-            placement = self._embedder(state, platform.request(job, self.bmax))
+            placement = self.function(state, platform.request(job, self.bmax))
             if placement is None:
                 self._failed[job.index] = key
             return placement
-        return self._embedder(state, platform.request(job, self.bmax))
+        return self.function(state, platform.request(job, self.bmax))
 
     def placeable(self, job: Job) -> bool:
         """Whether the embedder places ``job`` on the idle platform (on which every server
@@ -144,17 +146,53 @@ class EmbeddingPolicy(BasePolicy):
         if answer is None:
             # Impossible for any embedder: no need to ask this one.
             answer = could_ever_fit(self.fat_tree.topo, *key) and (
-                self._embedder(self._idle_state, self.fat_tree.request(job, key[1])) is not None
+                self.function(self._idle_state, self.fat_tree.request(job, key[1])) is not None
             )
             self._placeable[key] = answer
         return answer
 
-    def _arrivals(self) -> Iterator[Decision]:
-        """Reject the jobs that arrived since the last pass and could never be placed."""
+    def take_arrived(self) -> list[Job]:
+        """The jobs that arrived since the last call (of this or :meth:`rejections`)."""
         arrived, self._arrived = self._arrived, []
-        for job in arrived:
+        return arrived
+
+    def rejections(self) -> Iterator[Decision]:
+        """Reject the jobs that arrived since the last call and could never be placed."""
+        for job in self.take_arrived():
             if job.state == QUEUED and not self.placeable(job):
                 yield Reject(job)
+
+
+class EmbeddingPolicy(BasePolicy):
+    """The queueing policies over embeddings: an :class:`Embedder` and the platform.
+
+    Args:
+        embedder: The name of the embedder.
+    """
+
+    params = {"embedder": EMBEDDER}
+    requires = frozenset({EMBEDDING})
+
+    def __init__(self, embedder: str = DEFAULT_EMBEDDER) -> None:
+        self.embedding = Embedder(embedder)
+        self.embedder = embedder
+
+    def setup(self, sim: Engine) -> None:
+        self.sim = sim
+        self.fat_tree: FatTree = sim.platform
+        self.embedding.setup(sim.platform)
+
+    def on_submit(self, job: Job) -> None:
+        self.embedding.on_submit(job)
+
+    @property
+    def bmax(self) -> float:
+        """AdaBa's ``B_max`` (see :class:`Embedder`)."""
+        return self.embedding.bmax
+
+    def embed(self, job: Job, state: FatTreeState | None = None) -> Placement | None:
+        """See :meth:`Embedder.embed`."""
+        return self.embedding.embed(job, state)
 
 
 class _PriorityOrder(EmbeddingPolicy):
@@ -178,7 +216,7 @@ class _PriorityOrder(EmbeddingPolicy):
         heapq.heappush(self._heap, (*self.key(job), job.index))
 
     def decide(self, sim: Engine) -> Iterator[Decision]:
-        yield from self._arrivals()
+        yield from self.embedding.rejections()
         heap, jobs = self._heap, sim.jobs
         while heap:
             job = jobs[heap[0][-1]]
@@ -225,8 +263,7 @@ class BwReject(EmbeddingPolicy):
     name = "bw_reject"
 
     def decide(self, sim: Engine) -> Iterator[Decision]:
-        arrived, self._arrived = self._arrived, []
-        for job in arrived:
+        for job in self.embedding.take_arrived():
             placement = self.embed(job)
             yield Reject(job) if placement is None else Start(job, 0, placement)
 
@@ -266,86 +303,117 @@ class HeadFirstOrder:
         heapq.heappush(self._heap, (*self._key(self._jobs[index]), index))
 
 
-class Bgmbf(EmbeddingPolicy, Ambf):
-    """Bandwidth-guaranteed migration and backfilling (paper 004, Algorithm 2): AMBF whose
-    resource questions are answered by the embedder.
-
-    The scan, the head-only preemption and the index of later-arrived running jobs are AMBF's
-    (:class:`tiersweep.core.policies.consolidation.Consolidation`); this class only says what "fits"
-    means (an embedding), what dispatching is (starting on that embedding) and that the head
-    displaces every later arrival at once, as Algorithm 2 does (lines 13-18).
+class Embeddings(ResourceModel):
+    """BgMBF's resource model for the migration-backfilling skeleton: "fits" means the embedder
+    places the job (paper 004, Algorithm 2), dispatching starts it on that embedding, and the
+    head displaces every later arrival at once (lines 13-18).
 
     Attributes:
         backfilled: Running jobs that were started while they were not the head of the queue.
     """
 
-    name = "bgmbf"
-
     def setup(self, sim: Engine) -> None:
         super().setup(sim)
+        self.fat_tree: FatTree = sim.platform
+        self.embedding: Embedder = self.policy.embedding
+        self.embedding.setup(sim.platform)
         self.backfilled: set[int] = set()
         self._displacing_failed: dict[int, tuple[int, float]] = {}
 
-    def on_finish(self, job: Job) -> None:
-        super().on_finish(job)
+    def on_submit(self, job: Job) -> None:
+        self.embedding.on_submit(job)
+
+    def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         self.backfilled.discard(job.index)
 
-    def on_suspend(self, job: Job) -> None:
-        super().on_suspend(job)
-        self.backfilled.discard(job.index)
+    def admit(self, sim: Engine) -> Iterator[Decision]:
+        return self.embedding.rejections()
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
-        yield from self._arrivals()
-        yield from super().decide(sim)
+    def scan_order(self, sim: Engine, background: list[int]) -> ArrivalOrder | HeadFirstOrder:
+        key = self.policy.candidate_key
+        if key is None:
+            return super().scan_order(sim, background)
+        return HeadFirstOrder(sim.queue, sim.jobs, key)
 
-    # -- the hooks of the AMBF skeleton ----------------------------------------------------------
-    def _idle_units(self) -> int:
+    def idle_units(self) -> int:
         return self.fat_tree.state.total_free
 
-    def _plan_now(self, job: Job, idle: int) -> Placement | None:
+    def plan_now(self, job: Job, idle: int) -> Placement | None:
         if job.size > idle:
             return None
-        return self.embed(job)
+        return self.embedding.embed(job)
 
-    def _plan_displacing(self, job: Job, idle: int, later: int) -> Placement | None:
+    def plan_displacing(self, job: Job, idle: int, later: int) -> Placement | None:
         """Algorithm 2, lines 13-14: embed ``job`` in the state without the jobs that arrived
         after it (on a copy)."""
         if later == 0 or job.size > idle + later:
             return None
         state = self.fat_tree.state
-        key = (state.version, self.bmax)
+        key = (state.version, self.embedding.bmax)
         if self._displacing_failed.get(job.index) == key:
             return None
         without = state.copy()
-        platform = self.fat_tree
-        for index in reversed(self._fg):
-            if index <= job.index:
-                break
-            without.give(*platform.reservation(index))
-        placement = self.embed(job, without)
+        for index in self.policy.later_jobs(job):
+            without.give(*self.fat_tree.reservation(index))
+        placement = self.embedding.embed(job, without)
         if placement is None:
             self._displacing_failed[job.index] = key
         return placement
 
-    def _displace_later_jobs(self, job: Job, plan: object, displaced: list[int]) -> Iterator[Decision]:
+    def displace(self, job: Job, plan: object, displaced: list[int]) -> Iterator[Decision]:
         """Algorithm 2, line 16: suspend every job that arrived after ``job``, latest first."""
         jobs = self.sim.jobs
-        for index in list(reversed(self._fg)):
-            if index <= job.index:
-                break
+        for index in list(self.policy.later_jobs(job)):
             displaced.append(index)
             yield Suspend(jobs[index])
 
-    def _dispatch(self, job: Job, plan: Placement) -> Iterator[Decision]:
+    def dispatch(self, job: Job, plan: Placement) -> Iterator[Decision]:
         if job.index != next(iter(self.sim.queue)):
             self.backfilled.add(job.index)
         yield Start(job, 0, plan)
+
+
+class Bgmbf(Consolidation):
+    """Bandwidth-guaranteed migration and backfilling (paper 004, Algorithm 2): AMBF whose
+    resource questions are answered by the embedder.
+
+    A configuration of the migration-backfilling skeleton
+    (:class:`tiersweep.core.policies.consolidation.Consolidation`): its scan, head-only
+    preemption and index of later-arrived running jobs, with :class:`Embeddings` as the
+    resource model.
+
+    Args:
+        embedder: The name of the embedder.
+    """
+
+    name = "bgmbf"
+    params = {"embedder": EMBEDDER}
+    requires = frozenset({EMBEDDING})
+    preemption = Ambf.preemption
+    resource_model = Embeddings
+    #: The backfill candidates' order after the head (None: by arrival).
+    candidate_key: Callable[[Job], tuple] | None = None
+
+    def __init__(self, embedder: str = DEFAULT_EMBEDDER) -> None:
+        self.embedding = Embedder(embedder)  # before the skeleton builds the resource model
+        self.embedder = embedder
+        super().__init__()
+
+    @property
+    def bmax(self) -> float:
+        """AdaBa's ``B_max`` (see :class:`Embedder`)."""
+        return self.embedding.bmax
+
+    @property
+    def backfilled(self) -> set[int]:
+        """Running jobs that were started while they were not the head of the queue."""
+        return self.resources.backfilled
 
 
 class Bgmbfsdf(Bgmbf):
     """BgMBF with the backfill candidates tried shortest estimated duration first."""
 
     name = "bgmbfsdf"
+    candidate_key = staticmethod(lambda job: (job.estimate,))
 
-    def _scan_order(self, sim: Engine) -> HeadFirstOrder:
-        return HeadFirstOrder(sim.queue, sim.jobs, lambda job: (job.estimate,))
+

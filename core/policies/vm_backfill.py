@@ -54,12 +54,11 @@ then EASY backfilling, and the selector has nothing to choose (the platform pick
 
 from __future__ import annotations
 
-import bisect
 import heapq
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..capabilities import PLACEMENT, VM_CAPACITIES
-from ..decisions import Decision, Start
+from ..decisions import Start
 from ..params import Param, one_of
 from .backfill import Easy
 
@@ -279,6 +278,10 @@ def select_vms(platform: SharedVms, selector: str, size: int) -> list[int]:
 class VmBackfill(Easy):
     """FCFS with EASY backfilling and EC-based runtime estimates, placing jobs with a selector.
 
+    A configuration of :class:`~tiersweep.core.policies.backfill.Easy` through its hooks: on a
+    platform with ``vm_capacities`` it places each job with the selector (:meth:`place`) and
+    estimates its duration at the smallest EC of its VMs (:meth:`speed`); elsewhere it is EASY.
+
     Args:
         selector: One of :data:`SELECTORS`.
     """
@@ -295,28 +298,41 @@ class VmBackfill(Easy):
         self._choose = SELECTORS[selector]
         self._vms: SharedVms | None = None
         # Within a pass a selection depends only on the job size and the platform's state:
-        # VMs chosen per size since the last start (cleared at each start).
+        # VMs chosen per size since the last start or end (cleared then).
         self._chosen: dict[int, list[int]] = {}
 
     def setup(self, sim: Engine) -> None:
         super().setup(sim)
         self._vms = sim.platform if VM_CAPACITIES in sim.platform.capabilities else None
+        self.places = self._vms is not None
 
-    # -- EC-based estimates ------------------------------------------------------------------
-    def _slowest_ec(self, vms: Sequence[int] | None) -> float:
-        if self._vms is None or vms is None:
+    # -- the hooks of the backfilling skeleton -------------------------------------------------
+    def place(self, job: Job) -> Start:
+        if self._vms is None:
+            return Start(job)
+        vms = self._chosen.get(job.size)
+        if vms is None:
+            vms = self._chosen[job.size] = self._choose(self._vms, job.size)
+        return Start(job, 0, list(vms))
+
+    def speed(self, units: Sequence[int] | None) -> float:
+        """The smallest EC among ``units``: a job there progresses at least that fast."""
+        if self._vms is None or units is None:
             return 1.0
         ec = self._vms.ec
-        return min(ec[v] for v in vms)
+        return min(ec[v] for v in units)
 
+    def best_speed(self) -> float:
+        """The largest EC among the idle VMs."""
+        if self._vms is None:
+            return 1.0
+        ec = self._vms.ec
+        return max((ec[v] for v in self._vms.idle_vms()), default=1.0)
+
+    # -- the selection memo ----------------------------------------------------------------------
     def on_start(self, job: Job) -> None:
+        super().on_start(job)
         self._chosen.clear()
-        # The running-jobs index of the backfilling family, keyed by the EC-based end.
-        remaining = max(job.estimate - job.progress, 0.0) / self._slowest_ec(job.nodes)
-        key = (job.last_start_time + remaining, job.index, job)
-        self._end_key[job.index] = key
-        bisect.insort(self._ends, key)
-        self._memo = None
 
     def on_finish(self, job: Job) -> None:
         super().on_finish(job)
@@ -325,64 +341,3 @@ class VmBackfill(Easy):
     def on_suspend(self, job: Job) -> None:
         super().on_suspend(job)
         self._chosen.clear()
-
-    def _place(self, job: Job) -> Start:
-        if self._vms is None:
-            return Start(job, 0, None)
-        vms = self._chosen.get(job.size)
-        if vms is None:
-            vms = self._chosen[job.size] = self._choose(self._vms, job.size)
-        return Start(job, 0, list(vms))
-
-    def _best_idle_ec(self) -> float:
-        if self._vms is None:
-            return 1.0
-        ec = self._vms.ec
-        return max((ec[v] for v in self._vms.idle_vms()), default=1.0)
-
-    # -- the pass ----------------------------------------------------------------------------
-    def decide(self, sim: Engine) -> Iterator[Decision]:
-        queue = sim.queue
-        if not queue:
-            return
-        free = sim.platform.free_count()
-        if free == 0:
-            return
-        # Nothing started or ended since the last full pass (rates and PCs unchanged): only
-        # the new arrivals can be backfilled (see Easy).
-        if (yield from self._arrivals_only(sim, free)):
-            return
-        while queue:
-            job = next(iter(queue.values()))
-            if job.size > free:
-                break
-            yield self._place(job)
-            free -= job.size
-        if not queue or free == 0:
-            return
-        yield from self._backfill(sim.now, free, list(queue.values()), 0)
-
-    def _scan(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
-        """Start the candidates that fit now and, at the EC of the VMs chosen for them, end by
-        the shadow or fit in the extra VMs; return the extra VMs left."""
-        best_ec = self._best_idle_ec()
-        for job in candidates:
-            size = job.size
-            if size > free:
-                continue
-            if size > extra and now + job.estimate / best_ec > shadow:
-                continue  # cannot end by the shadow on any idle VMs
-            start = self._place(job)
-            if now + job.estimate / self._slowest_ec(start.nodes) <= shadow:
-                yield start
-                free -= size
-            elif size <= extra:
-                yield start
-                free -= size
-                extra -= size
-            else:
-                continue
-            if free == 0:
-                break
-            best_ec = self._best_idle_ec()
-        return extra
