@@ -1,0 +1,76 @@
+"""Packaging: one import package, ``tiersweep``, whose subpackages are the top-level folders.
+
+Reported: the wheel installed three generic top-level packages (``core``, ``sweep``,
+``analysis``), and Ray workers started in the project root imported the source tree rather than
+the installed copy. These tests check the mapping in ``pyproject.toml``, that nothing at run time
+imports a top-level ``core``/``sweep``/``analysis`` (even from the project root, where those
+folders are importable by name), and that the wheel has a single top-level name.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBPACKAGES = ("core", "sweep", "analysis")
+
+
+def test_every_package_folder_of_the_tree_is_mapped_under_tiersweep():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {"tiersweep": "."}
+    folders = {
+        "tiersweep." + ".".join(init.parent.relative_to(ROOT).parts)
+        for top in SUBPACKAGES
+        for init in (ROOT / top).rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert set(config["packages"]) == {"tiersweep", *folders}
+    assert (ROOT / "__init__.py").exists() and (ROOT / "cli.py").exists()
+
+
+def test_nothing_imports_the_source_folders_by_their_own_names():
+    # Started in the project root, as Ray workers and `python -c` are, the folders core/, sweep/
+    # and analysis/ are importable by name: nothing may import them so.
+    code = (
+        "import sys\n"
+        "import tiersweep.cli, tiersweep.sweep.batch, tiersweep.sweep.backends, tiersweep.analysis\n"
+        "from tiersweep.core import simulate\n"
+        "simulate({'workload': {'model': 'jann97', 'jobs': 50}, 'platform': {'nodes': 64}})\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {SUBPACKAGES!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_build_metadata_is_tracked():
+    done = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert not [path for path in done.stdout.splitlines() if ".egg-info" in path]
+
+
+def test_the_wheel_has_a_single_top_level_name(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = tmp_path.glob("tiersweep-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"tiersweep", next(t for t in tops if t.endswith(".dist-info"))}
+    for sub in SUBPACKAGES:
+        assert f"tiersweep/{sub}/__init__.py" in names
+    assert "tiersweep/cli.py" in names and "tiersweep/core/testing.py" in names
+    assert "tiersweep/analysis/notebooks/explore.ipynb" in names
+    assert not [n for n in names if n.startswith("tiersweep/tests/") or n.startswith("tiersweep/configs/")]
