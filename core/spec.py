@@ -210,6 +210,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["platform"] = validate_params(
         "platform", platform, {**COMMON_PLATFORM_PARAMS, **platform_cls.params}, {"kind": platform_cls.kind}
     )
+    platform_cls.check_params(out["platform"])
     out["policy"] = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
     problem = _pair_problem(policy_cls.name, platform_cls.kind, out["platform"])
     if problem is not None:

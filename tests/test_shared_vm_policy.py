@@ -141,12 +141,12 @@ def test_pcfc_sends_a_serial_job_where_it_takes_nothing_from_a_neighbour():
 
 def test_selectors_registry_and_errors():
     assert set(SELECTORS) == {"pc-g", "pc-sg", "pcfc-sg", "ec", "pmvm"}
-    with pytest.raises(SpecError, match="valid choices"):
-        VmBackfill(selector="best")
+    with pytest.raises(SpecError, match="policy.selector: unknown value 'best'; valid choices"):
+        make_policy("vm_backfill", selector="best")
     with pytest.raises(SpecError, match="policy.selector"):
         validate_spec({"workload": {"model": "lublin03"}, "platform": {"kind": "shared_vms"}, "policy": {"name": "vm_backfill", "selector": "x"}})
     assert policy_runs_on("vm_backfill", "shared_vms") and policy_runs_on("vm_backfill", "nodes")
-    assert "fat_tree" not in POLICIES["vm_backfill"].platform_kinds
+    assert not policy_runs_on("vm_backfill", "fat_tree")
 
 
 # -- backfilling with EC-based estimates --------------------------------------------------------

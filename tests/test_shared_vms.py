@@ -28,7 +28,10 @@ from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
 from tiersweep.core.metrics import job_records
 from tiersweep.core.platforms import Nodes, SharedVms
+from tiersweep.core.policies.base import BasePolicy
 from tiersweep.core.platforms.shared_vms import SHARED_VMS_PARAMS, waterfill
+from tiersweep.core.platforms.shared_vms import SETTLE_PLAN, AllocationError, OccupancyStats, solve_sparse
+from tiersweep.core.platforms.shared_vms.allocator import best_responses
 from tiersweep.core.policies import make_policy
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
@@ -109,7 +112,7 @@ def test_figure_4_ripple_effect():
     assert rates(platform, [a, b, c]) == pytest.approx([0.5, 1.0, 0.5], abs=TOL)
 
 
-class FixedPlacement:
+class FixedPlacement(BasePolicy):
     """A policy that starts each job when it arrives, on the VMs given for it."""
 
     name = "fixed"
@@ -489,6 +492,7 @@ def test_spec_defaults_and_errors():
     spec = validate_spec({"workload": {"model": "lublin03", "jobs": 10}, "platform": {"kind": "shared_vms"}})
     assert spec["platform"] == {
         "kind": "shared_vms",
+        "migration_cost": 20.0,  # every platform's restore delay (no job is ever suspended here)
         **{key: param.default for key, param in SHARED_VMS_PARAMS.items()},
     }
     assert SharedVms.job_capacity(spec["platform"]) == 256
@@ -517,3 +521,80 @@ def test_check_start_names_the_problem():
     assert "VM 1 (machine 0) is busy" in platform.check_start(j, 0, [0, 1])
     assert platform.check_start(j, 0, None) is None
     assert platform.check_start(job(2, 4), 0, None) == "needs 4 VMs, 3 free"
+
+
+# -- the package's units: statistics, the settling plan, the sparse solve -------------------------
+
+
+def test_occupancy_stats_integrate_a_two_step_profile():
+    stats = OccupancyStats(4)
+    stats.advance(10.0, 0.0, 0)  # starts the clock
+    stats.advance(20.0, 1.5, 2)  # 10 s: 1.5 CPU on 2 machines
+    stats.advance(20.0, 9.0, 3)  # no time passes: nothing counted
+    stats.advance(50.0, 3.0, 4)  # 30 s: 3 CPU on 4 machines
+    stats.advance(60.0, -1e-17, 0)  # 10 s idle; float drift below 0 counts as 0
+    assert stats.busy_integral == pytest.approx(1.5 * 10 + 3.0 * 30)
+    assert stats.occupied_integral == pytest.approx(2 * 10 + 4 * 30)
+    span = 50.0
+    totals = stats.totals(span)
+    assert totals["utilization"] == pytest.approx(105 / (4 * 50))
+    assert totals["occupancy"] == pytest.approx(140 / (4 * 50))
+    assert totals["efficiency"] == pytest.approx(105 / 140)
+    bins = stats.by_occupancy(span)
+    assert bins["util_at_occ_50"] == pytest.approx(15 / (10 * 4)) and bins["time_at_occ_50"] == pytest.approx(10 / 50)
+    assert bins["util_at_occ_100"] == pytest.approx(90 / (30 * 4)) and bins["time_at_occ_100"] == pytest.approx(30 / 50)
+    assert math.isnan(bins["util_at_occ_30"]) and bins["time_at_occ_30"] == 0.0
+    seconds, mean_u = stats.occupancy_profile()
+    assert seconds.tolist() == pytest.approx([10, 0, 10, 0, 30])
+    assert mean_u[2] == pytest.approx(0.375) and mean_u[4] == pytest.approx(0.75)
+    assert np.isnan(mean_u[[1, 3]]).all() and mean_u[0] == 0.0
+    empty = OccupancyStats(4).totals(0.0)
+    assert all(math.isnan(v) for v in empty.values())
+
+
+def test_the_settling_plan_is_tried_in_order_and_the_fallback_is_counted():
+    assert SETTLE_PLAN[0] is best_responses and all(callable(method) for method in SETTLE_PLAN)
+    calls = []
+
+    def first(allocator):
+        calls.append("first")
+        return False
+
+    def second(allocator):
+        calls.append("second")
+        return False
+
+    platform = SharedVms(1, 2)
+    platform.allocator.methods = (first, second)
+    platform.start(job(0, 1), 0, [0])
+    rate = platform.job_rate(0)
+    assert calls == ["first", "second"]
+    assert platform.allocation_fallbacks == 1
+    assert rate == pytest.approx(1.0)  # the fallback grows the job into the spare CPU
+    platform.check_invariants()
+
+    def succeeding(allocator):
+        calls.append("succeeding")
+        return best_responses(allocator)
+
+    calls.clear()
+    platform.allocator.methods = (succeeding, second)
+    platform.start(job(1, 1), 0, [1])
+    assert platform.job_rate(1) == pytest.approx(0.5)
+    assert calls == ["succeeding"]  # a method that settles ends the settling
+    assert platform.allocation_fallbacks == 1
+    assert platform.job_rate(0) == pytest.approx(0.5) and calls == ["succeeding"]  # nothing to settle
+
+    strict = SharedVms(1, 2, strict_allocation=True)
+    strict.allocator.methods = (first,)
+    strict.start(job(0, 1), 0, [0])
+    with pytest.raises(AllocationError, match="methods tried: first"):
+        strict.job_rate(0)
+
+
+def test_solve_sparse_pivots_and_leaves_free_unknowns_at_their_fallback():
+    rows = [{0: 2.0, 1: 1.0}, {0: 1.0, 1: 3.0}]
+    assert solve_sparse(rows, [3.0, 5.0], [0.0, 0.0]) == pytest.approx([0.8, 1.4])
+    assert rows == [{0: 2.0, 1: 1.0}, {0: 1.0, 1: 3.0}]  # the input is not modified
+    # Singular: the second equation repeats the first, so x1 is free and keeps its fallback.
+    assert solve_sparse([{0: 1.0, 1: 1.0}, {0: 2.0, 1: 2.0}], [1.0, 2.0], [0.0, 0.25]) == pytest.approx([0.75, 0.25])

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..capabilities import PLACEMENT, TIME_TRACKING, VM_CAPACITIES
 from ..errors import SpecError
 from ..params import Param, non_negative_number, validate_params
 from .base import BasePlatform
 from .fat_tree import FatTree
 from .nodes import Nodes
-from .shared_vms import SHARED_VMS_PARAMS, SharedVms
+from .shared_vms import SharedVms
 
 __all__ = [
     "BasePlatform",
@@ -91,15 +90,11 @@ def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: i
     cls = platform_class(kind)
     given = {k: v for k, v in (params or {}).items() if k != "kind"}
     own = validate_params("platform", given, {**COMMON_PLATFORM_PARAMS, **cls.params})
+    cls.check_params(own)
     for key in COMMON_PLATFORM_PARAMS:
         own.pop(key)
     return cls(**own, seed=seed)
 
-
-# Paper 001's shared VMs declare their parameters in their own module (their checks live there).
-SharedVms.kind = "shared_vms"
-SharedVms.params = SHARED_VMS_PARAMS
-SharedVms.CAPABILITIES = frozenset({PLACEMENT, TIME_TRACKING, VM_CAPACITIES})
 
 for _cls in (Nodes, SharedVms, FatTree):
     register_platform(_cls)

@@ -78,6 +78,12 @@ class BasePlatform(ABC):
         return cls.CAPABILITIES
 
     @classmethod
+    def check_params(cls, params: Mapping[str, Any]) -> None:
+        """Checks that involve several keys of the validated section ``params`` (each key alone
+        is checked by its Param); raise ``SpecError`` naming the key. Called by the spec
+        validator and :func:`~tiersweep.core.platforms.make_platform`, before anything runs."""
+
+    @classmethod
     def label(cls, params: Mapping[str, Any]) -> str:
         """How messages name this platform with spec parameters ``params``: its kind, plus the
         parameters that narrow its capabilities (see :meth:`capabilities_of`)."""

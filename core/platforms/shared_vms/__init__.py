@@ -1,0 +1,48 @@
+"""Platform ``shared_vms``: P machines, each hosting V VMs that share its CPU (paper 001, DESIGN 4.2).
+
+The package is four modules, one concept each:
+
+* :mod:`.platform`: :class:`SharedVms`, the resources (which VM runs which job) and the
+  queries policies make (EC, PC, FC, idle VMs), plus its spec parameters;
+* :mod:`.allocator`: :class:`Allocator`, the running jobs' rates under share-weighted max-min
+  fairness with the ripple effect, settled by a tuple of methods (:data:`SETTLE_PLAN`);
+* :mod:`.numerics`: water-filling one machine and a deterministic sparse linear solve;
+* :mod:`.stats`: :class:`OccupancyStats`, utilisation, efficiency and utilisation per
+  occupancy level integrated over time.
+"""
+
+from __future__ import annotations
+
+from .allocator import (
+    BRACKET_ITERATIONS,
+    MAX_EVALUATIONS_PER_JOB,
+    MAX_LM_STEPS,
+    MAX_NEWTON_STEPS,
+    RATE_TOLERANCE,
+    REVERSALS_BEFORE_SWITCH,
+    SETTLE_PLAN,
+    AllocationError,
+    Allocator,
+)
+from .numerics import solve_sparse, waterfill
+from .platform import SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
+from .stats import OCCUPANCY_BINS, OccupancyStats
+
+__all__ = [
+    "SharedVms",
+    "SHARED_VMS_PARAMS",
+    "AllocationError",
+    "Allocator",
+    "OccupancyStats",
+    "SHARE_PRESETS",
+    "RATE_TOLERANCE",
+    "MAX_EVALUATIONS_PER_JOB",
+    "REVERSALS_BEFORE_SWITCH",
+    "MAX_NEWTON_STEPS",
+    "MAX_LM_STEPS",
+    "BRACKET_ITERATIONS",
+    "SETTLE_PLAN",
+    "OCCUPANCY_BINS",
+    "waterfill",
+    "solve_sparse",
+]
