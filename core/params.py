@@ -23,6 +23,7 @@ __all__ = [
     "positive_fraction",
     "cpu_range",
     "number_or",
+    "number_at_least",
     "one_of",
     "boolean",
     "any_string",
@@ -138,6 +139,17 @@ def positive_number(value: Any) -> float:
     if _is_number(value) and math.isfinite(value) and value > 0:
         return float(value)
     raise ValueError(f"expected a positive number, got {value!r}")
+
+
+def number_at_least(minimum: float) -> Checker:
+    """A finite number >= ``minimum``."""
+
+    def check(value: Any) -> float:
+        if _is_number(value) and math.isfinite(value) and value >= minimum:
+            return float(value)
+        raise ValueError(f"expected a number >= {minimum:g}, got {value!r}")
+
+    return check
 
 
 def boolean(value: Any) -> bool:

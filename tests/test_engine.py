@@ -21,7 +21,7 @@ from collections import namedtuple
 import pytest
 
 from tiersweep.core.engine import Engine
-from tiersweep.core.errors import PolicyError
+from tiersweep.core.errors import PlatformError, PolicyError
 from tiersweep.core.jobs import FINISHED, RUNNING
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import BasePolicy, Start, Suspend, make_policy
@@ -367,3 +367,63 @@ def test_suspended_job_releases_its_nodes():
 def test_negative_migration_cost_is_rejected():
     with pytest.raises(ValueError, match="migration_cost"):
         Engine(make_jobs([(0, 1, 1, 1)], 1), Nodes(1), StartInOrder(), migration_cost=-1)
+
+
+# -- the engine trusts platforms no more than policies -------------------------------------------
+
+
+class Faulty(Nodes):
+    """Nodes that misreport: a rate outside [0, 1] for the second job, or one unit too few."""
+
+    kind = "faulty"
+
+    def __init__(self, nodes, fault):
+        super().__init__(nodes)
+        self.fault = fault
+        self.pending = []
+
+    def start(self, job, tier, nodes):
+        held, rate = super().start(job, tier, nodes)
+        if self.fault == "units":
+            return held[:-1], rate
+        if self.fault == "start-rate":
+            return held, 1.5
+        if self.fault == "rate-change" and job.index == 1:
+            self.pending.append((job, -0.25))
+            self.rates_dirty = True
+        return held, rate
+
+    def rate_changes(self):
+        self.rates_dirty = False
+        changes, self.pending = self.pending, []
+        return changes
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("units", r"platform 'faulty' at t=0: job 1 of size 2 was given 1 units"),
+        ("start-rate", r"platform 'faulty' at t=0: job 1 was given rate 1.5, outside \[0, 1\]"),
+        ("rate-change", r"platform 'faulty' at t=5: job 2 was given rate -0.25, outside \[0, 1\]"),
+    ],
+)
+def test_a_platform_that_misreports_is_a_platform_error_naming_it(fault, message):
+    jobs = make_jobs([(0, 100, 2, 100), (5, 100, 1, 100)], 4)
+    with pytest.raises(PlatformError, match=message):
+        Engine(jobs, Faulty(4, fault), StartInOrder()).run()
+
+
+def test_a_move_on_a_platform_without_moves_is_a_policy_error():
+    from tiersweep.core.decisions import Move
+    from tiersweep.core.platforms import make_platform
+
+    class MoveIt(StartInOrder):
+        def decide(self, sim):
+            yield from super().decide(sim)
+            for job in list(sim.running.values()):
+                yield Move(job, 0, job.nodes)
+
+    platform = make_platform("shared_vms", {"machines": 2, "vms": 2})
+    jobs = make_jobs([(0, 100, 2, 100)], 4)
+    with pytest.raises(PolicyError, match=r"cannot move job 1: platform 'shared_vms' cannot move running jobs \(no 'moves' capability\)"):
+        Engine(jobs, platform, MoveIt()).run()

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..params import Param, positive_int, positive_number
+from ..params import Param, number_at_least, positive_int
 from ..capabilities import EMBEDDING, TIME_TRACKING
 from .base import BasePlatform
 
@@ -353,7 +353,7 @@ def _even_k(value: object) -> int:
 FAT_TREE_PARAMS: dict[str, Param] = {
     "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
     "slots": Param(positive_int, default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
-    "link_mbps": Param(positive_number, default=1000.0, doc="capacity of every link, Mbps"),
+    "link_mbps": Param(number_at_least(1 / _STEPS_PER_MBPS), default=1000.0, doc="capacity of every link, Mbps (at least 1/1024)"),
 }
 
 
