@@ -69,7 +69,7 @@ from tiersweep.core.platforms.fat_tree import (
     quantize,
 )
 from tiersweep.core.policies.embedding import BwReject
-from tiersweep.core.decisions import Start
+from tiersweep.core.decisions import Reject, Start
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth
@@ -331,11 +331,12 @@ class FigureThree(BwReject):
         self.placements = placements
 
     def decide(self, sim):
-        for j in list(self._arrived):
+        for j in self.embedding.take_arrived():
             if j.index in self.placements:
-                self._arrived.remove(j)
                 yield Start(j, 0, self.placements[j.index])
-        yield from super().decide(sim)
+            else:  # as reject mode does
+                placement = self.embed(j)
+                yield Reject(j) if placement is None else Start(j, 0, placement)
 
 
 @pytest.mark.parametrize(("name", "accepted"), [("adaba", 3), ("bestfit", 3), ("firstfit", 2), ("greedy", 1)])
