@@ -48,9 +48,19 @@ def spec_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose epilog may be a function, called only when help is shown (the
+    spec keys' help is generated from every registered plug-in: no run should pay for it)."""
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tiersweep",
         description="Simulate, sweep and tune parallel-job scheduling on consolidated clusters.",
     )
@@ -60,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="simulate one run spec and print its metrics",
         description="Simulate one run spec and print its metrics.",
-        epilog=spec_help(),
+        epilog=spec_help,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("spec", metavar="SPEC.yaml", help="the run spec")

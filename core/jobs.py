@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from .workloads.cpu import CpuDraws
 
 __all__ = ["Job", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 
@@ -35,6 +39,8 @@ class Job:
         estimate: The runtime the scheduler believes (per the workload's ``estimate`` rule).
         cpu_true: True CPU usage of each process on a dedicated node, in (0, 1] (a list of
             ``size`` values; all 1.0 unless the workload's CPU annotation says otherwise).
+            Materialised on first read when the annotation drew it lazily (see
+            :mod:`tiersweep.core.workloads.cpu`).
         cpu_est: The per-process CPU usage the scheduler believes (list of ``size`` values).
         cpu_sum: ``sum(cpu_true)``: the CPU-seconds the job consumes per second of progress.
         bandwidth: Per-VM bandwidth demand in Mbps (0 unless a bandwidth annotation set it;
@@ -64,8 +70,10 @@ class Job:
         "runtime",
         "requested_time",
         "estimate",
-        "cpu_true",
-        "cpu_est",
+        "_cpu_true",
+        "_cpu_est",
+        "_cpu_draws",
+        "_cpu_offset",
         "cpu_sum",
         "bandwidth",
         "state",
@@ -106,17 +114,19 @@ class Job:
         self.runtime = float(runtime)
         self.requested_time = float(requested_time)
         self.estimate = float(runtime if estimate is None else estimate)
+        self._cpu_draws = None
+        self._cpu_offset = 0
         if cpu_true is None:
             # Dedicated use of every CPU; one shared tuple per size keeps construction cheap.
             ones = _ONES.get(self.size)
             if ones is None:
                 ones = _ONES[self.size] = (1.0,) * self.size
-            self.cpu_true = ones
+            self._cpu_true = ones
             self.cpu_sum = float(self.size)
         else:
-            self.cpu_true = cpu_true
+            self._cpu_true = cpu_true
             self.cpu_sum = float(sum(cpu_true))
-        self.cpu_est = self.cpu_true if cpu_est is None else cpu_est
+        self._cpu_est = self._cpu_true if cpu_est is None else cpu_est
         self.bandwidth = 0.0
         self.state = PENDING
         self.start_time = math.nan
@@ -131,6 +141,46 @@ class Job:
         self.nodes: list[int] = []
         self.tier_time: list[float] = [0.0]
         self.segment_time = math.nan
+
+    # -- CPU usage: set by the workload's annotation, possibly drawn lazily -----------------------
+    @property
+    def cpu_true(self) -> Sequence[float]:
+        if self._cpu_true is None:
+            self._materialize_cpu()
+        return self._cpu_true
+
+    @cpu_true.setter
+    def cpu_true(self, values: Sequence[float]) -> None:
+        self._cpu_true = values
+        self._cpu_draws = None
+
+    @property
+    def cpu_est(self) -> Sequence[float]:
+        if self._cpu_est is None:
+            self._materialize_cpu()
+        return self._cpu_est
+
+    @cpu_est.setter
+    def cpu_est(self, values: Sequence[float]) -> None:
+        self._cpu_est = values
+
+    def set_cpu(self, true: Sequence[float], est: Sequence[float] | None, total: float) -> None:
+        """Set the per-process CPU usage now (``est`` None: the same as ``true``)."""
+        self._cpu_true = true
+        self._cpu_est = true if est is None else est
+        self._cpu_draws = None
+        self.cpu_sum = total
+
+    def set_cpu_draws(self, draws: CpuDraws, offset: int, total: float) -> None:
+        """Let the per-process CPU usage be drawn from ``draws`` at ``offset`` on first read;
+        ``total`` is their sum."""
+        self._cpu_true = self._cpu_est = None
+        self._cpu_draws = draws
+        self._cpu_offset = offset
+        self.cpu_sum = total
+
+    def _materialize_cpu(self) -> None:
+        self._cpu_true, self._cpu_est = self._cpu_draws.materialize(self._cpu_offset, self.size)
 
     def __repr__(self) -> str:
         return (

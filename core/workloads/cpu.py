@@ -5,21 +5,92 @@ multi-process job uses ``U(0.4, 1.0)``. The range is a parameter so that the pap
 CPU usage" study is one spec key. DESIGN 4.1: with accuracy ``a`` in [0, 1], the scheduler
 sees ``cpu_est = a * cpu_true + (1 - a) * prior``, ``prior`` being a fixed uninformed guess
 (default 0.7, the mean of U(0.4, 1.0)); ``a = 1`` is exact knowledge, ``a = 0`` no information.
+
+Per-process values are drawn lazily. The whole workload's draws are one sequence of the
+``"cpu_usage"`` stream (the processes of the multi-process jobs, in workload order); each job
+keeps its offset in it, and its per-process lists are materialised on first read by jumping the
+stream to that offset (PCG64's ``advance``), giving exactly the values an eager draw gives. A run
+that never reads them (dedicated nodes: only ``cpu_sum`` matters) never holds them: on a log
+such as CEA-Curie (218 million processes) that is the difference between gigabytes and nothing.
+``cpu_sum`` is computed eagerly, in blocks, as the left-to-right sum of the job's draws (the
+same bits as summing the list).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..jobs import Job
 from ..rng import stream
 
-__all__ = ["annotate_cpu", "DEFAULT_CPU_USAGE", "DEFAULT_CPU_PRIOR"]
+__all__ = ["annotate_cpu", "CpuDraws", "DEFAULT_CPU_USAGE", "DEFAULT_CPU_PRIOR"]
 
 #: The U(low, high) range of a multi-process job's per-process CPU usage.
 DEFAULT_CPU_USAGE = (0.4, 1.0)
 #: The scheduler's uninformed guess of a process's CPU usage.
 DEFAULT_CPU_PRIOR = 0.7
+#: Draws generated at once while summing (bounds the transient memory: 32 MB).
+_BLOCK_DRAWS = 1 << 22
+
+
+class CpuDraws:
+    """The CPU-usage draws of one workload: where the stream starts, and the mapping to values.
+
+    Args:
+        state: The ``"cpu_usage"`` stream's bit-generator state before the first draw.
+        usage: ``(low, high)`` of the uniform draws.
+        accuracy: ``a`` of ``cpu_est = a * true + (1 - a) * prior``.
+        prior: The uninformed guess.
+    """
+
+    __slots__ = ("_state", "_bits", "_generator", "_position", "low", "high", "accuracy", "guess")
+
+    def __init__(self, state: dict, usage: tuple[float, float], accuracy: float, prior: float) -> None:
+        self._state = state
+        self._bits = np.random.PCG64()
+        self._bits.state = state
+        self._generator = np.random.Generator(self._bits)
+        self._position = 0  # draws consumed by the cursor generator
+        self.low, self.high = usage
+        self.accuracy = accuracy
+        self.guess = (1.0 - accuracy) * prior
+
+    def materialize(self, offset: int, size: int) -> tuple[list[float], list[float]]:
+        """The true and estimated per-process CPU usage of the job whose draws start at
+        ``offset`` (jobs are usually read in workload order, so the cursor mostly moves forward)."""
+        if offset < self._position:
+            self._bits.state = self._state
+            self._position = 0
+        if offset > self._position:
+            self._bits.advance(offset - self._position)
+        true = self._generator.uniform(self.low, self.high, size).tolist()
+        self._position = offset + size
+        if self.accuracy == 1.0:
+            return true, true
+        accuracy, guess = self.accuracy, self.guess
+        return true, [accuracy * c + guess for c in true]
+
+
+def _sequential_sums(draws: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per-job left-to-right sums of consecutive runs of ``draws`` (``sizes`` long each), in
+    numpy: position by position over the jobs still that long, so every job's sum is built in
+    its own order (numpy's reductions sum pairwise, which can differ in the last bit)."""
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    order = np.argsort(-sizes, kind="stable")
+    longest_first = sizes[order]
+    offsets = starts[order]
+    sums = np.zeros(len(sizes))
+    # Jobs longer than k are a prefix of ``order``: its length falls as k grows.
+    still = len(sizes)
+    for k in range(int(longest_first[0]) if len(sizes) else 0):
+        while still and longest_first[still - 1] <= k:
+            still -= 1
+        sums[:still] += draws[offsets[:still] + k]
+    out = np.empty_like(sums)
+    out[order] = sums
+    return out
 
 
 def annotate_cpu(
@@ -30,7 +101,8 @@ def annotate_cpu(
     accuracy: float = 1.0,
     prior: float = DEFAULT_CPU_PRIOR,
 ) -> None:
-    """Set ``cpu_true``, ``cpu_est`` and ``cpu_sum`` of every job, in place.
+    """Set the CPU usage of every job, in place: ``cpu_sum`` now, the per-process
+    ``cpu_true`` and ``cpu_est`` lazily (see the module docstring).
 
     The draws come from the ``"cpu_usage"`` stream of ``seed`` in workload order, so they
     depend on the seed and the workload alone (never on the policy or platform): every policy
@@ -50,16 +122,25 @@ def annotate_cpu(
         raise ValueError(f"cpu_accuracy: expected a number in [0, 1], got {accuracy}")
     if not 0 < prior <= 1:
         raise ValueError(f"cpu_prior: expected a number in (0, 1], got {prior}")
-    multi_sizes = [job.size for job in jobs if job.size > 1]
-    draws = stream(seed, "cpu_usage").uniform(low, high, sum(multi_sizes)).tolist()
-    guess = (1.0 - accuracy) * prior
-    position = 0
+    rng = stream(seed, "cpu_usage")
+    draws = CpuDraws(rng.bit_generator.state, (low, high), accuracy, prior)
+    single_est = [1.0] if accuracy == 1.0 else [accuracy * 1.0 + draws.guess]
+    multi = [job for job in jobs if job.size > 1]
     for job in jobs:
         if job.size == 1:
-            true = [1.0]
-        else:
-            true = draws[position : position + job.size]
-            position += job.size
-        job.cpu_true = true
-        job.cpu_est = true if accuracy == 1.0 else [accuracy * c + guess for c in true]
-        job.cpu_sum = sum(true)
+            job.set_cpu([1.0], single_est if accuracy != 1.0 else None, 1.0)
+    # Sum the multi-process jobs' draws block by block, in workload order.
+    offset = 0
+    first = 0
+    while first < len(multi):
+        last, count = first, 0
+        while last < len(multi) and (count == 0 or count + multi[last].size <= _BLOCK_DRAWS):
+            count += multi[last].size
+            last += 1
+        block = multi[first:last]
+        sizes = np.fromiter((job.size for job in block), np.int64, len(block))
+        sums = _sequential_sums(rng.uniform(low, high, count), sizes).tolist()
+        for job, total in zip(block, sums):
+            job.set_cpu_draws(draws, offset, total)
+            offset += job.size
+        first = last
