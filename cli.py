@@ -184,6 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is shown [%(default)s]")
     bench.add_argument("--quick", action="store_true", help="KTH-SP2 only")
     bench.add_argument(
+        "--scale",
+        action="store_true",
+        help="instead: the cluster-scale cases (CEA-Curie, Lublin up to 1M jobs on 10,000 nodes, AMCBF / EASY), "
+        "as ratios to the bare textbook loop or to EASY measured in the same run, with peak memory (about 10 minutes)",
+    )
+    bench.add_argument(
+        "--reference",
+        default="../shared/bench/textbook_easy.py",
+        help="the bare textbook EASY loop that --scale compares with [%(default)s]",
+    )
+    bench.add_argument(
         "--sweep",
         nargs="*",
         metavar="BACKEND",
@@ -260,6 +271,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return describe_command(args.path, args.overrides, args.json, args.plot)
         if args.command == "bench":
             from .sweep.bench import bench_command, sweep_bench_command
+
+            if args.scale:
+                from .sweep.scale_bench import scale_bench_command
+
+                return scale_bench_command(args.traces, args.reference, args.quick)
 
             if args.sweep is not None:
                 return sweep_bench_command(args.sweep or ["serial", "ray"])

@@ -46,7 +46,7 @@ from ..decisions import Decision, Move, Start, Suspend
 from ..fenwick import Fenwick
 from ..jobs import QUEUED, RUNNING
 from ..params import Param, unit_interval
-from ..platforms.nodes import IdleSet
+from ..ranked import RankedSet
 from .base import BasePolicy
 from .starvation import XFACTOR_THRESHOLD, StarvationThreshold
 
@@ -177,25 +177,40 @@ class NodeVms(ResourceModel):
         self.platform: Nodes = sim.platform
         self.tiers = self.platform.tiers if policy.consolidates else 1
         self.has_background = self.tiers > 1
-        nodes = self.platform.capacity
-        # Per background tier: nodes whose VM there is idle and whose higher tiers are
-        # estimated below the threshold. On an empty machine the tiers above are estimated at
-        # 0: eligible iff 0 < threshold.
-        self._eligible = [IdleSet(nodes, full=t > 0 and policy.bg_threshold > 0) for t in range(self.platform.tiers)]
+        nodes = range(self.platform.capacity)
+        # Nodes with an idle foreground VM, by the estimated load of their lower tiers (the
+        # matchmaking order of a foreground dispatch), and per background tier the eligible
+        # nodes (that VM idle, the tiers above estimated below the threshold) by the load of
+        # the tiers above. Both are kept up to date on the nodes each start or end touches,
+        # so a dispatch reads its nodes off the front instead of sorting the machine. On an
+        # empty machine every load is 0: eligible iff 0 < threshold.
+        self._fg_idle = RankedSet(nodes, 0.0)
+        self._eligible = [
+            RankedSet(nodes if t > 0 and policy.bg_threshold > 0 else (), 0.0) for t in range(self.platform.tiers)
+        ]
 
     def _refresh(self, nodes: Sequence[int]) -> None:
-        """Re-judge the background eligibility of ``nodes`` (their occupancy just changed)."""
-        if self.tiers == 1:
-            return  # no background tier to be eligible for
+        """Re-rank ``nodes`` and re-judge their background eligibility (their occupancy just
+        changed)."""
         platform, threshold = self.platform, self.policy.bg_threshold
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
+        changes: dict[int, float | None] = {}
+        for node in nodes:
+            base = node * k
+            if vm_job[base] >= 0:
+                changes[node] = None
+            elif k == 2:
+                changes[node] = vm_est[base + 1]
+            else:
+                changes[node] = sum(vm_est[base + 1 : base + k])
+        self._fg_idle.update(changes)
         for tier in range(1, self.tiers):
-            eligible = self._eligible[tier]
+            changes = {}
             for node in nodes:
                 base = node * k
-                ok = vm_job[base + tier] < 0 and sum(vm_est[base : base + tier]) < threshold
-                if ok != (node in eligible):
-                    (eligible.add if ok else eligible.remove)(node)
+                above = sum(vm_est[base : base + tier])
+                changes[node] = above if vm_job[base + tier] < 0 and above < threshold else None
+            self._eligible[tier].update(changes)
 
     def on_start(self, job: Job) -> None:
         self._refresh(job.nodes)
@@ -274,16 +289,10 @@ class NodeVms(ResourceModel):
                     placement[p] = node
             order = [p for p in order if placement[p] < 0]
         if order:
-            taken = set(placement)
-            vm_est, k = platform.vm_est, platform.tiers
             # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties
-            # by node id.
-            if k == 2:
-                load = lambda n: vm_est[n * 2 + 1]  # noqa: E731 (the common two-tier case)
-            else:
-                load = lambda n: sum(vm_est[n * k + 1 : n * k + k])  # noqa: E731
-            free = sorted(n for n in idle if n not in taken) if moving else sorted(idle)
-            for p, node in zip(order, sorted(free, key=load)):
+            # by node id (the index keeps them in that order).
+            free = self._fg_idle.smallest(len(order), set(placement) if moving else ())
+            for p, node in zip(order, free):
                 placement[p] = node
         yield from self._evictions(job, 0, placement)
         if moving:
@@ -336,14 +345,8 @@ class NodeVms(ResourceModel):
                     break
 
     def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
-        platform = self.platform
-        vm_est, k = platform.vm_est, platform.tiers
         # Nodes by the estimated load of the tiers above, ascending; ties by node id.
-        if tier == 1:
-            load = lambda n: vm_est[n * k]  # noqa: E731 (the common two-tier case, kept cheap)
-        else:
-            load = lambda n: sum(vm_est[n * k : n * k + tier])  # noqa: E731
-        nodes = sorted(sorted(self._eligible[tier]), key=load)[: job.size]
+        nodes = self._eligible[tier].smallest(job.size)
         order = sorted(range(job.size), key=lambda p: -job.cpu_est[p])
         placement = [-1] * job.size
         for p, node in zip(order, nodes):

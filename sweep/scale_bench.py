@@ -1,0 +1,182 @@
+"""``tiersweep bench --scale``: cluster-scale cost, as ratios measured in one run on one machine.
+
+Machines differ by 2-3x in speed, so every figure that matters is a ratio taken in the same
+run: the project against the bare textbook EASY loop (``../shared/bench/textbook_easy.py``) on
+the same uncompressed log, both as whole processes; consolidation against EASY on the same jobs
+in the same process. Peak memory is each child process's own maximum resident set (``wait4``).
+
+Cases (each names its target, printed beside the measurement):
+
+* EASY on CEA-Curie (312k jobs, 93,312 processors), whole process: time <= the bare loop's,
+  peak RSS <= 1 GB.
+* EASY on Lublin workloads of 100k, 300k and 1M jobs on 10,000 nodes: time linear in jobs
+  (each within 15 % of the 100k rate), peak RSS <= 2 GB.
+* ``tiersweep run`` EASY on the full KTH-SP2, whole process: <= 1.3x the bare loop.
+* AMCBF / EASY, in process: the first 20,000 CTC-SP2 jobs on 320 nodes x 2 tiers (<= 3.5x);
+  FWorkload 20,000 jobs at load 0.9 (<= 3x); 5,000 Lublin jobs on 10,000 nodes x 2 tiers
+  (<= 5x); and 100,000 Lublin jobs on 10,000 nodes x 2 tiers, whole process (<= 5x EASY's
+  time, peak RSS <= 2 GB).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import TiersweepError
+
+__all__ = ["scale_bench_command", "Measurement", "measure_process"]
+
+CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
+KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
+CTC = "CTC-SP2-1996-3.1-cln.swf.gz"
+#: Seconds a single case may take before it is reported as not finished.
+CASE_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One whole-process run: wall seconds and peak resident memory (MB), or a timeout."""
+
+    seconds: float
+    peak_mb: float
+    finished: bool = True
+
+
+def measure_process(command: list[str], timeout: float = CASE_TIMEOUT) -> Measurement:
+    """Run ``command`` (output discarded) and measure its wall time and its own peak RSS."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            child.kill()
+            _, status, usage = os.wait4(child.pid, 0)
+            return Measurement(time.perf_counter() - started, usage.ru_maxrss / 1024, finished=False)
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        error = child.stderr.read().decode(errors="replace") if child.stderr else ""
+        raise TiersweepError(f"benchmark command failed ({child.returncode}): {' '.join(command)}\n{error[-2000:]}")
+    return Measurement(elapsed, usage.ru_maxrss / 1024)
+
+
+def _spec_file(folder: Path, name: str, spec: dict[str, Any]) -> Path:
+    import json
+
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML: the run command reads it
+    return path
+
+
+def _run(spec: Path, timeout: float = CASE_TIMEOUT) -> Measurement:
+    return measure_process([sys.executable, "-m", "tiersweep", "run", str(spec), "--json"], timeout)
+
+
+def _bare(reference: Path, log: Path, processors: int, folder: Path) -> Measurement:
+    return measure_process([sys.executable, str(reference), "easy", str(log), str(processors), str(folder / "bare.csv")])
+
+
+def _in_process_seconds(spec: dict[str, Any]) -> float:
+    from ..core.simulate import simulate
+
+    started = time.perf_counter()
+    simulate(spec)
+    return time.perf_counter() - started
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def _row(label: str, value: str, target: str, ok: bool) -> None:
+    print(f"  {label:<58} {value:>24}   {target:<22} {_verdict(ok)}")
+
+
+def _max_procs(log: Path) -> int:
+    from ..core.workloads.swf import header_int, read_swf
+
+    return header_int(read_swf(log).header, "MaxProcs", "MaxNodes")
+
+
+def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int:
+    """Run every scale case and print measurements, ratios and whether each target is met."""
+    folder, script = Path(traces), Path(reference)
+    needed = [KTH] if quick else [KTH, CTC, CURIE]
+    missing = [n for n in needed if not (folder / n).exists()]
+    if missing:
+        raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
+    if not script.exists():
+        raise TiersweepError(f"--reference {script}: the bare textbook loop is not there")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cpus, {platform.processor() or platform.platform()}; "
+        f"python {platform.python_version()}"
+    )
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        logs = {}
+        for name in needed:  # the bare loop reads plain text: give both the same uncompressed log
+            plain = tmp / name.removesuffix(".gz")
+            with gzip.open(folder / name, "rb") as source, open(plain, "wb") as target:
+                shutil.copyfileobj(source, target)
+            logs[name] = plain
+        print("\nwhole process, against the bare textbook loop on the same uncompressed log")
+        for name in ([KTH] if quick else [KTH, CURIE]):
+            log = logs[name]
+            processors = _max_procs(log)
+            ours = _run(_spec_file(tmp, "easy", {"workload": {"trace": str(log)}, "policy": {"name": "easy"}}))
+            bare = _bare(script, log, processors, tmp)
+            ratio = ours.seconds / bare.seconds
+            label = f"EASY {name.removesuffix('.swf.gz')} ({ours.seconds:.2f} s vs {bare.seconds:.2f} s)"
+            limit = 1.3 if name == KTH else 1.0
+            _row(label, f"{ratio:.2f}x, {ours.peak_mb:,.0f} MB", f"<= {limit}x" + (", <= 1 GB" if name == CURIE else ""),
+                 ratio <= limit and (name != CURIE or ours.peak_mb <= 1024))
+        if quick:
+            return 0
+        print("\nEASY on Lublin workloads, 10,000 nodes (whole process)")
+        rates = []
+        for jobs in (100_000, 300_000, 1_000_000):
+            spec = {"workload": {"model": "lublin03", "jobs": jobs}, "platform": {"nodes": 10_000}, "policy": {"name": "easy"}}
+            result = _run(_spec_file(tmp, f"lublin{jobs}", spec))
+            rates.append(result.seconds / jobs)
+            linear = rates[-1] / rates[0]
+            _row(f"{jobs:,} jobs ({result.seconds:.1f} s)", f"{linear:.2f}x per job, {result.peak_mb:,.0f} MB",
+                 "<= 1.15x, <= 2 GB", linear <= 1.15 and result.peak_mb <= 2048)
+        print("\nAMCBF / EASY on the same jobs, in process")
+        cases = [
+            ("CTC-SP2 first 20,000 jobs, 320 nodes x 2", {"trace": str(logs[CTC]), "jobs": 20_000}, 320, 3.5),
+            ("FWorkload 20,000 jobs, load 0.9, 320 nodes x 2", {"model": "feitelson96", "jobs": 20_000, "load": 0.9}, 320, 3.0),
+            ("Lublin 5,000 jobs, load 0.8, 10,000 nodes x 2", {"model": "lublin03", "jobs": 5_000, "load": 0.8}, 10_000, 5.0),
+        ]
+        for label, workload, nodes, limit in cases:
+            seconds = {}
+            for policy in ("easy", "amcbf"):
+                seconds[policy] = _in_process_seconds(
+                    {"workload": workload, "platform": {"nodes": nodes, "tiers": 2}, "policy": {"name": policy}}
+                )
+            ratio = seconds["amcbf"] / seconds["easy"]
+            _row(f"{label} ({seconds['amcbf']:.2f} s vs {seconds['easy']:.2f} s)", f"{ratio:.2f}x", f"<= {limit}x", ratio <= limit)
+        measured = {}
+        for policy in ("easy", "amcbf"):
+            spec = {"workload": {"model": "lublin03", "jobs": 100_000, "load": 0.8},
+                    "platform": {"nodes": 10_000, "tiers": 2}, "policy": {"name": policy}}
+            measured[policy] = _run(_spec_file(tmp, f"lublin100k-{policy}", spec))
+        amcbf, easy = measured["amcbf"], measured["easy"]
+        value = (f"{amcbf.seconds / easy.seconds:.2f}x, {amcbf.peak_mb:,.0f} MB" if amcbf.finished
+                 else f"not finished in {CASE_TIMEOUT:.0f} s")
+        _row(f"Lublin 100,000 jobs, 10,000 nodes x 2 (whole process, {amcbf.seconds:.0f} s vs {easy.seconds:.1f} s)",
+             value, "<= 5x, <= 2 GB", amcbf.finished and amcbf.seconds <= 5 * easy.seconds and amcbf.peak_mb <= 2048)
+    return 0
