@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import SpecError
 from ..params import Param, non_negative_number, validate_params
+from ..registry import Registry
 from .base import BasePlatform
 from .fat_tree import FatTree
 from .nodes import Nodes
@@ -29,8 +29,6 @@ __all__ = [
     "make_platform",
 ]
 
-#: Platform classes by ``platform.kind``.
-PLATFORMS: dict[str, type[BasePlatform]] = {}
 
 #: Keys every platform accepts, applied by the engine rather than the platform's constructor.
 #: ``migration_cost`` is the restore delay of a suspended or migrated job; it changes nothing
@@ -45,39 +43,12 @@ COMMON_PLATFORM_PARAMS: dict[str, Param] = {
 }
 
 
-def register_platform(cls: type[BasePlatform]) -> type[BasePlatform]:
-    """Register platform class ``cls`` under ``cls.kind`` (usable as a class decorator).
-
-    Raises:
-        TypeError: ``cls`` is not a platform, declares no ``kind``, reuses a registered kind, or
-            declares parameters that are not :class:`~tiersweep.core.params.Param` or clash with
-            the common keys.
-    """
-    if not (isinstance(cls, type) and issubclass(cls, BasePlatform)):
-        raise TypeError(f"{cls!r} is not a BasePlatform subclass")
-    if not cls.kind:
-        raise TypeError(f"platform class {cls.__name__} declares no kind")
-    if cls.kind in PLATFORMS and PLATFORMS[cls.kind] is not cls:
-        raise TypeError(f"platform kind {cls.kind!r} is already registered ({PLATFORMS[cls.kind].__name__})")
-    for key, param in cls.params.items():
-        if not isinstance(param, Param):
-            raise TypeError(f"platform {cls.kind!r}: parameter {key!r} is not a Param")
-        if key in COMMON_PLATFORM_PARAMS or key == "kind":
-            raise TypeError(f"platform {cls.kind!r}: parameter {key!r} clashes with a common key")
-    PLATFORMS[cls.kind] = cls
-    return cls
-
-
-def platform_class(kind: Any) -> type[BasePlatform]:
-    """The platform class registered as ``kind``.
-
-    Raises:
-        SpecError: No platform has that kind; the message lists the valid ones.
-    """
-    try:
-        return PLATFORMS[kind]
-    except (KeyError, TypeError):
-        raise SpecError(f"platform.kind: unknown value {kind!r}; valid choices: {', '.join(PLATFORMS)}") from None
+#: Platform classes by ``platform.kind``, in registration order.
+PLATFORMS: Registry[type[BasePlatform]] = Registry("platform", BasePlatform, "kind", ("kind", *COMMON_PLATFORM_PARAMS))
+#: Register a platform class (usable as a class decorator); see :meth:`Registry.register`.
+register_platform = PLATFORMS.register
+#: The platform class registered as a kind, or a SpecError listing the valid ones.
+platform_class = PLATFORMS.lookup
 
 
 def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: int = 0) -> BasePlatform:

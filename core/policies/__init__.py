@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..decisions import Decision, Move, Reject, Start, Suspend
-from ..errors import SpecError
-from ..params import Param, validate_params
+from ..params import validate_params
+from ..registry import Registry
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
 from .base import BasePolicy
 from .consolidation import Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
@@ -35,42 +35,12 @@ __all__ = [
     "VmBackfill",
 ]
 
-#: Policy classes by registry name.
-POLICIES: dict[str, type[BasePolicy]] = {}
-
-
-def register_policy(cls: type[BasePolicy]) -> type[BasePolicy]:
-    """Register policy class ``cls`` under ``cls.name`` (usable as a class decorator).
-
-    Raises:
-        TypeError: ``cls`` is not a policy, declares no name, reuses a registered name, or
-            declares parameters that are not :class:`~tiersweep.core.params.Param`.
-    """
-    if not (isinstance(cls, type) and issubclass(cls, BasePolicy)):
-        raise TypeError(f"{cls!r} is not a BasePolicy subclass")
-    if not cls.name:
-        raise TypeError(f"policy class {cls.__name__} declares no name")
-    if cls.name in POLICIES and POLICIES[cls.name] is not cls:
-        raise TypeError(f"policy name {cls.name!r} is already registered ({POLICIES[cls.name].__name__})")
-    for key, param in cls.params.items():
-        if not isinstance(param, Param):
-            raise TypeError(f"policy {cls.name!r}: parameter {key!r} is not a Param")
-        if key == "name":
-            raise TypeError(f"policy {cls.name!r}: 'name' is not a parameter")
-    POLICIES[cls.name] = cls
-    return cls
-
-
-def policy_class(name: Any) -> type[BasePolicy]:
-    """The policy class registered as ``name``.
-
-    Raises:
-        SpecError: No policy has that name; the message lists the valid ones.
-    """
-    try:
-        return POLICIES[name]
-    except (KeyError, TypeError):
-        raise SpecError(f"policy.name: unknown value {name!r}; valid choices: {', '.join(POLICIES)}") from None
+#: Policy classes by registry name (``policy.name``), in registration order.
+POLICIES: Registry[type[BasePolicy]] = Registry("policy", BasePolicy, "name", ("name", "migration_cost"))
+#: Register a policy class (usable as a class decorator); see :meth:`Registry.register`.
+register_policy = POLICIES.register
+#: The policy class registered as a name, or a SpecError listing the valid ones.
+policy_class = POLICIES.lookup
 
 
 def make_policy(name: str, **params: Any) -> BasePolicy:
