@@ -1,8 +1,7 @@
-"""The contract of the fat-tree platform, its embedders and every policy that runs on it.
+"""The fat-tree platform's own promises, its embedders and its policies' particular guarantees.
 
-``test_contract.py`` runs every policy of the ``nodes`` platform; this is its counterpart for
-the policies whose ``platform_kinds`` name ``fat_tree``, crossed with every embedder, so a new
-policy or embedder gets the whole suite by being registered. Everything is checked against an
+Every policy that runs on ``fat_tree`` is crossed with every embedder, so a new policy or
+embedder gets this suite by being registered. Everything is checked against an
 independent, brute-force reckoning of the hose model (:func:`reference_usage`: for every link
 of the network, which of a job's servers lie below it on the job's tree), never against the
 platform's own bookkeeping:
@@ -13,21 +12,24 @@ platform's own bookkeeping:
   or link oversubscribed, and the platform's residuals equal capacity minus what the running
   jobs hold, exactly: whatever a job held is released when it finishes or is suspended; at the
   end the platform is idle;
-* lifecycle: every job finishes exactly once, or is rejected without ever starting; a job
-  starts ``1 + suspensions`` times; only BgMBF suspends; a queueing policy rejects only jobs
-  its embedder cannot place even on the idle platform; work is conserved (rate 1);
+* lifecycle: the generic checks of :func:`tiersweep.core.testing.assert_jobs_lifecycle` (every
+  job finishes exactly once, or is rejected without ever starting; a job starts
+  ``1 + suspensions`` times), and here: only BgMBF suspends; a queueing policy rejects only
+  jobs its embedder cannot place even on the idle platform; work is conserved (rate 1);
 * ``bw_fcfs`` starts jobs in arrival order; ``sbf`` and ``sdf`` leave their first job in
   priority order queued only when it cannot embed;
 * ``bgmbf`` and ``bgmbfsdf`` never let later arrivals delay the head: after every pass the head
   cannot embed even with every job that arrived after it removed;
-* ``bw_reject``: no job ever waits, and the accept rate counts exactly the jobs started;
-* determinism: the same spec gives the same records, in this and in a fresh interpreter.
+* ``bw_reject``: no job ever waits, and the accept rate counts exactly the jobs started.
+
+The generic contract of every fat-tree policy with every embedder (capacity, lifecycle, work,
+determinism in this and in a fresh interpreter, on small cases and KTH-SP2) runs from
+``test_conformance.py`` (:mod:`tiersweep.core.testing`), which also audits every pass against
+:func:`assert_state_matches` there.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections import Counter
 
@@ -46,8 +48,7 @@ from tiersweep.core.policies.embedding import Bgmbf, BwReject, _PriorityOrder
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec
 from tiersweep.core.workloads.build import build_workload
-from test_contract import counting_policy
-from test_determinism import CHILD_SIMULATE, assert_records_identical, run_child
+from tiersweep.core.testing import assert_jobs_lifecycle, counting_policy
 
 FAT_TREE_POLICIES = sorted(name for name in POLICIES if policy_runs_on(name, "fat_tree"))
 EMBEDDER_NAMES = sorted(EMBEDDERS)
@@ -288,7 +289,7 @@ def fat_tree_audit(sim: Engine) -> None:
         assert not queue, "reject mode keeps no queue"
     elif isinstance(policy, _PriorityOrder) and queue:
         first = min(queue.values(), key=lambda j: (*policy.key(j), j.index))
-        assert policy._embedder(tree.state, tree.request(first, policy.bmax)) is None, (
+        assert policy.embedding.function(tree.state, tree.request(first, policy.bmax)) is None, (
             f"{policy.name}: job {first.job_id}, first in priority order, left queued though it embeds"
         )
     elif isinstance(policy, Bgmbf) and queue:
@@ -300,7 +301,7 @@ def fat_tree_audit(sim: Engine) -> None:
                 p = job.nodes
                 loads = hose_loads(tree.topo, p.counts, job.size, quantize(job.bandwidth), p.level, p.switch)
                 without.take(p.counts, loads)
-        assert policy._embedder(without, tree.request(head, policy.bmax)) is None, (
+        assert policy.embedding.function(without, tree.request(head, policy.bmax)) is None, (
             f"{policy.name}: head {head.job_id} left queued at t={sim.now:g} though it embeds without the "
             "jobs that arrived after it"
         )
@@ -338,17 +339,14 @@ def assert_lifecycle(name: str, embedder: str, tree: FatTree, jobs: list[Job], p
     suspends = sum(policy.suspensions.values())
     if name not in ("bgmbf", "bgmbfsdf"):
         assert suspends == 0
+    assert_jobs_lifecycle(jobs, policy, may_reject=True)
     for job in jobs:
         i = job.index
         if job.state == REJECTED:
-            assert math.isnan(job.start_time) and policy.starts[i] == 0 and policy.finishes[i] == 0
             if name != "bw_reject":
                 # Queueing policies turn away only what could never be placed.
                 assert EMBEDDERS[embedder](idle, tree.request(job, quantize(job.bandwidth))) is None
             continue
-        assert job.state == FINISHED and policy.finishes[i] == 1
-        assert policy.starts[i] == 1 + policy.suspensions[i] and job.migrations >= policy.suspensions[i]
-        assert job.start_time >= job.submit_time and job.finish_time - job.start_time >= job.runtime - 1e-9
         if policy.suspensions[i] == 0:
             assert job.finish_time == job.start_time + job.runtime  # guaranteed bandwidth: rate 1
     accepted = [j for j in jobs if j.state == FINISHED]
@@ -559,29 +557,7 @@ def test_sbf_and_sdf_orders():
     assert [j.start_time for j in by_duration[2:]] == [20, 50, 10]  # Z, X, Y
 
 
-# -- determinism ------------------------------------------------------------------------------------
-
-
-def test_same_spec_same_records_here_and_in_a_fresh_interpreter(kth_path, tmp_path):
-    specs = {
-        f"{name}-{embedder}": {
-            "seed": 7,
-            "workload": {"trace": str(kth_path), "jobs": 300, "load": 0.9, "bandwidth": {"mean": 250}},
-            "platform": {"kind": "fat_tree"},
-            "policy": {"name": name, "embedder": embedder},
-        }
-        for name in FAT_TREE_POLICIES
-        for embedder in (["adaba"] if name != "bw_reject" else EMBEDDER_NAMES)
-    }
-    out = tmp_path / "child.npz"
-    run_child(CHILD_SIMULATE, json.dumps(specs), str(out))
-    with np.load(out) as child:
-        theirs = {key: child[key] for key in child.files}
-    for label, spec in specs.items():
-        first = simulate(spec).jobs
-        assert_records_identical(first, simulate(spec).jobs, f"{label}: twice")
-        child = {k.split("/", 1)[1]: v for k, v in theirs.items() if k.startswith(f"{label}/")}
-        assert_records_identical(first, child, label)
+# -- common random numbers ------------------------------------------------------------------------------------
 
 
 def test_the_workload_is_the_same_whatever_the_policy(kth_path):
