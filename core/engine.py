@@ -81,6 +81,7 @@ class Engine:
         problem = pair_problem(policy.name, policy.requires, repr(platform.kind), platform.capabilities)
         if problem is not None:
             raise SpecError(f"policy.name: {problem}")
+        platform.prepare(policy.requires, record_segments)
         self.jobs = jobs
         self.platform = platform
         self.policy = policy
@@ -320,6 +321,7 @@ class Engine:
         self.platform.release(job)
         del self.running[job.index]
         self.policy.on_finish(job)
+        job.nodes = ()  # after the hook; a finished job's units are kept only in its segments
 
     def _restored(self, job: Job) -> None:
         job.rate = self._restoring.pop(job.index)

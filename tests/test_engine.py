@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
 import pytest
 
+from tiersweep.core.capabilities import NODE_VMS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import PlatformError, PolicyError
 from tiersweep.core.jobs import FINISHED, RUNNING
@@ -153,6 +155,7 @@ def test_starting_a_job_too_large_for_the_free_nodes_is_a_policy_error():
 def test_starting_on_a_busy_named_node_is_a_policy_error():
     class SameNodes(BasePolicy):
         name = "same-nodes"
+        requires = frozenset({NODE_VMS})  # it names nodes
 
         def decide(self, sim):
             for job in list(sim.queue.values()):
@@ -161,6 +164,29 @@ def test_starting_on_a_busy_named_node_is_a_policy_error():
     jobs = make_jobs([(0, 100, 1, 100), (0, 100, 1, 100)], 10)
     with pytest.raises(PolicyError, match=r"'same-nodes'.*job 2\b.*node 0 is busy"):
         Engine(jobs, Nodes(10), SameNodes()).run()
+    # A policy that names nodes without saying it needs them gets a clear error, not a guess:
+    # one-tier nodes then count free nodes only.
+    SameNodes.requires = frozenset()
+    with pytest.raises(PolicyError, match=r"'same-nodes'.*job 1\b.*names nodes, but the policy does not require node_vms"):
+        Engine(make_jobs([(0, 100, 1, 100)], 10), Nodes(10), SameNodes()).run()
+
+
+def test_counting_free_nodes_and_tracking_ids_give_identical_schedules(kth_path):
+    # One tier: EASY never names nodes, so the platform counts; recording segments (or a policy
+    # that requires node_vms) makes it track ids. The schedule must not depend on which.
+    from tiersweep.core.simulate import simulate
+
+    spec = {"workload": {"trace": str(kth_path), "jobs": 5000}, "policy": {"name": "easy"}}
+    counted = simulate(spec)
+    tracked = simulate(spec, record_segments=True)
+    for column in counted.jobs:
+        assert np.array_equal(counted.jobs[column], tracked.jobs[column], equal_nan=True), column
+    assert counted.metrics == tracked.metrics
+    assert len(tracked.segments["nodes"]) == 5000 and all(len(n) for n in tracked.segments["nodes"])
+    # Counting gives every node back: all free at the end.
+    platform = Nodes(10)
+    Engine(make_jobs([(0, 100, 4, 100), (1, 50, 6, 50), (2, 10, 2, 10)], 10), platform, make_policy("easy")).run()
+    assert platform._free == platform.free_count() == 10
 
 
 def test_suspending_a_job_that_is_not_running_is_a_policy_error():

@@ -25,6 +25,8 @@ class BasePlatform(ABC):
     * ``__init__(**params, seed=seed)`` once, with the validated ``platform`` section of the spec
       (every key of :attr:`params` except the common ones the engine applies, such as
       ``migration_cost``).
+    * :meth:`prepare` once, by the engine before the first event, with what the policy
+      requires and whether the units each job holds are recorded.
     * :meth:`free_count` by policies, at any time.
     * :meth:`check_start` then :meth:`start` when a policy yields ``Start``: the check says why
       the start is impossible (the engine raises ``PolicyError`` with that reason) and must
@@ -106,6 +108,12 @@ class BasePlatform(ABC):
         rules drop larger jobs, and offered load is measured against it), or None when it
         comes from the trace (``nodes`` without a size)."""
         return None
+
+    def prepare(self, requires: frozenset[str], record_units: bool) -> None:
+        """Called once before the run with the capabilities the policy requires and whether the
+        units of every stay are recorded (segments): a platform may then drop bookkeeping that
+        nobody reads (``nodes`` with one tier counts free nodes instead of tracking ids when
+        neither needs them). Does nothing by default."""
 
     # -- resources -------------------------------------------------------------------------
     @abstractmethod

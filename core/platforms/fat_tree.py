@@ -392,6 +392,7 @@ class FatTree(BasePlatform):
         self.tiers = 1
         self._held: dict[int, tuple[tuple[tuple[int, int], ...], list[tuple[int, float]]]] = {}
         self._checked: tuple[int, Placement, list[tuple[int, float]]] | None = None
+        self._servers: dict[int, int] = {}  # job index -> servers of its latest placement
         self._reserved = 0.0  # Mbps reserved on all links together
         self._reserved_seconds = 0.0  # its integral over time
         self._last_time: float | None = None
@@ -489,6 +490,7 @@ class FatTree(BasePlatform):
 
     def release(self, job: Job) -> None:
         counts, loads = self._held.pop(job.index)
+        self._servers[job.index] = len(counts)  # the records say how many its last placement spanned
         self.state.give(counts, loads)
         self._reserved -= sum(amount for _, amount in loads)
         if not self._held:
@@ -503,7 +505,7 @@ class FatTree(BasePlatform):
     def extra_job_records(self, jobs: Sequence[Job]) -> dict[str, Any]:
         return {
             "bandwidth": np.fromiter((j.bandwidth for j in jobs), np.float64, len(jobs)),
-            "servers": np.fromiter((len(set(j.nodes)) for j in jobs), np.int64, len(jobs)),
+            "servers": np.fromiter((self._servers.get(j.index, 0) for j in jobs), np.int64, len(jobs)),
         }
 
     def extra_metrics(self, records: Mapping[str, Any], span_start: float, span_end: float) -> dict[str, float]:

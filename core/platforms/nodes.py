@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
+from ..errors import PolicyError
 from ..params import Param, positive_int
 from ..rng import stream
 from .base import BasePlatform
@@ -212,6 +213,8 @@ class Nodes(BasePlatform):
         #: so the engine integrates this over time and subtracts it from the busy CPU time.
         self.overflow_rate = 0.0
         self._idle = [IdleSet(nodes) for _ in range(tiers)]
+        #: Free nodes, when only counts are kept (see :meth:`prepare`); None while ids are tracked.
+        self._free: int | None = None
         self._running: dict[int, Job] = {}
         self._rate: dict[int, float] = {}
         self._dirty: set[int] = set()
@@ -233,14 +236,28 @@ class Nodes(BasePlatform):
 
     @property
     def capabilities(self) -> frozenset[str]:
-        return type(self).capabilities_of({"tiers": self.tiers})
+        offered = type(self).capabilities_of({"tiers": self.tiers})
+        return offered - {NODE_VMS, MOVES} if self._free is not None else offered
+
+    def prepare(self, requires: frozenset[str], record_units: bool) -> None:
+        """With one tier, a policy that never names nodes nor moves jobs, and no record of
+        which nodes a job held, keep a count of free nodes instead of node ids: a start or a
+        release is then O(1), not O(size) (on a 93,312-processor log, hundreds of millions of
+        node ids fewer). Schedules are the same either way (a test checks it)."""
+        if self.tiers == 1 and not requires & {NODE_VMS, MOVES} and not record_units:
+            self._free = len(self._idle[0])
+            self._idle = []  # never read again
 
     # -- queries for policies ----------------------------------------------------------------
     def free_count(self, tier: int = 0) -> int:
+        if self._free is not None:
+            return self._free
         return len(self._idle[tier])
 
     def idle_nodes(self, tier: int = 0) -> IdleSet:
         """The nodes whose VM in ``tier`` is idle (read-only for callers)."""
+        if self._free is not None:
+            raise PolicyError("idle_nodes: the policy does not require node_vms, so only free nodes are counted")
         return self._idle[tier]
 
     def occupant(self, node: int, tier: int) -> int:
@@ -270,8 +287,10 @@ class Nodes(BasePlatform):
     def check_start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> str | None:
         if not 0 <= tier < self.tiers:
             return f"tier {tier} does not exist on a platform with {self.tiers} tier(s)"
+        if nodes is not None and self._free is not None:
+            return "names nodes, but the policy does not require node_vms (only free nodes are counted)"
         if nodes is None:
-            free = len(self._idle[tier])
+            free = self.free_count(tier)
             if job.size <= free:
                 return None
             where = "nodes" if self.tiers == 1 else f"VMs in tier {tier}"
@@ -283,7 +302,10 @@ class Nodes(BasePlatform):
             return f"tier {tier} does not exist on a platform with {self.tiers} tier(s)"
         return self._check_vms(job, tier, nodes, job.index if tier == job.tier else -1)
 
-    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
+    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[Sequence[int], float]:
+        if self._free is not None:
+            self._free -= job.size
+            return range(job.size), 1.0  # as many units as processes; which ones, nobody asks
         idle = self._idle[tier]
         if nodes is None:
             held = idle.take(job.size)
@@ -313,6 +335,9 @@ class Nodes(BasePlatform):
         return held, 0.0
 
     def release(self, job: Job) -> None:
+        if self._free is not None:
+            self._free += job.size
+            return
         k = self.tiers
         occ = self._occ
         idle = self._idle[job.tier]
