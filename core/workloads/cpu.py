@@ -74,22 +74,23 @@ class CpuDraws:
 
 
 def _sequential_sums(draws: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Per-job left-to-right sums of consecutive runs of ``draws`` (``sizes`` long each), in
-    numpy: position by position over the jobs still that long, so every job's sum is built in
-    its own order (numpy's reductions sum pairwise, which can differ in the last bit)."""
+    """Per-job left-to-right sums of consecutive runs of ``draws`` (``sizes`` long each).
+
+    numpy's reductions sum pairwise, which can differ from summing the list in the last bit;
+    an accumulation is sequential by definition. Jobs of one size are gathered into one matrix
+    and accumulated along its rows, so the work is one vector operation per distinct size.
+    """
+    out = np.empty(len(sizes))
+    if not len(sizes):
+        return out
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    order = np.argsort(-sizes, kind="stable")
-    longest_first = sizes[order]
-    offsets = starts[order]
-    sums = np.zeros(len(sizes))
-    # Jobs longer than k are a prefix of ``order``: its length falls as k grows.
-    still = len(sizes)
-    for k in range(int(longest_first[0]) if len(sizes) else 0):
-        while still and longest_first[still - 1] <= k:
-            still -= 1
-        sums[:still] += draws[offsets[:still] + k]
-    out = np.empty_like(sums)
-    out[order] = sums
+    order = np.argsort(sizes, kind="stable")
+    by_size = sizes[order]
+    edges = np.concatenate(([0], np.flatnonzero(np.diff(by_size)) + 1, [len(sizes)]))
+    for first, last in zip(edges[:-1], edges[1:]):
+        members = order[first:last]
+        matrix = draws[starts[members][:, None] + np.arange(by_size[first])]
+        out[members] = np.cumsum(matrix, axis=1)[:, -1]
     return out
 
 
