@@ -118,9 +118,10 @@ RULES: dict[str, dict[str, str]] = {
 
 #: The Parallel Workloads Archive log the trace slices come from (100 nodes).
 KTH_TRACE = "KTH-SP2-1996-2.1-cln.swf.gz"
-#: Where the shared traces are when neither the test class nor ``TIERSWEEP_TRACES`` says: the
-#: ``shared/traces`` folder beside the project checkout.
-DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+#: Where the shared traces are when neither the test class nor ``TIERSWEEP_TRACES`` says:
+#: ``../shared/traces`` from the current directory (the project's tests run from its root, with
+#: the shared folder beside it; the installed package cannot know where a checkout is).
+DEFAULT_TRACES = Path("..") / "shared" / "traces"
 
 
 # -- locating the trace ------------------------------------------------------------------------

@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from tiersweep.core import testing
+
 #: The shared folder of real traces, beside the project checkout.
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 
 
+# The conformance suite in tiersweep.core.testing finds the traces here too, wherever the
+# tests are started from.
+os.environ.setdefault("TIERSWEEP_TRACES", str(TRACES))
+
+
 def trace_path(name: str) -> Path:
     """Path of a shared trace; fail under CI when it is missing, skip elsewhere."""
-    path = TRACES / name
-    if not path.exists():
-        message = f"trace {name} not found in {TRACES} (the shared traces folder beside the project)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return testing.trace_path(name, TRACES)
 
 
 @pytest.fixture
