@@ -33,35 +33,30 @@ class RankedSet:
 
     def put(self, node: int, key: float) -> None:
         """Make ``node`` a member ranked by ``key`` (moving it if it is one already)."""
-        keys = self._keys
-        old = keys.get(node)
-        if old is not None or node in keys:
-            if old == key:
-                return
-            entries = self._entries
-            del entries[bisect_left(entries, (old, node))]
-        keys[node] = key
-        insort(self._entries, (key, node))
+        self.update({node: key})
 
     def discard(self, node: int) -> None:
         """Remove ``node`` if it is a member."""
-        if node in self._keys:
-            old = self._keys.pop(node)
-            entries = self._entries
-            del entries[bisect_left(entries, (old, node))]
+        self.update({node: None})
 
     def update(self, changes: dict[int, float | None]) -> None:
         """Apply many changes at once: ``node -> key`` (make it a member ranked by ``key``) or
         ``node -> None`` (remove it). A batch larger than a small fraction of the set is merged
         in one pass (O(n + b log b)) instead of b memmoves of the whole list."""
-        if len(changes) * 16 < len(self._entries):
-            for node, key in changes.items():
+        keys, entries = self._keys, self._entries
+        if len(changes) * 16 < len(entries):
+            for node, key in changes.items():  # put and discard, inlined (the hot path)
+                old = keys.get(node)
+                if old == key:
+                    continue
+                if old is not None:
+                    del entries[bisect_left(entries, (old, node))]
                 if key is None:
-                    self.discard(node)
+                    del keys[node]
                 else:
-                    self.put(node, key)
+                    keys[node] = key
+                    insort(entries, (key, node))
             return
-        keys = self._keys
         kept = [entry for entry in self._entries if entry[1] not in changes]
         added = []
         for node, key in changes.items():

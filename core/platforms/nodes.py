@@ -393,6 +393,24 @@ class Nodes(BasePlatform):
             nodes.update(job.nodes)
         k, occ, cpu, rates, overflow = self.tiers, self._occ, self._cpu, self._rate, self._overflow
         total = self.overflow_rate
+        if k == 2:
+            # A node with one process cannot exceed 1 (its use is cpu x rate <= 1): only nodes
+            # with both VMs busy are measured; the others just lose any excess they had. The
+            # additions to the total are the same, in the same order, as the general loop's.
+            for node in nodes:
+                fg, bg = occ[2 * node], occ[2 * node + 1]
+                if fg < 0 or bg < 0:
+                    old = overflow[node]
+                    if old:
+                        total += 0.0 - old
+                        overflow[node] = 0.0
+                    continue
+                used = cpu[2 * node] * rates[fg] + cpu[2 * node + 1] * rates[bg]
+                excess = used - 1.0 if used > 1.0 else 0.0
+                total += excess - overflow[node]
+                overflow[node] = excess
+            self.overflow_rate = total if total > 1e-12 else 0.0
+            return
         for node in nodes:
             base = node * k
             used = 0.0

@@ -279,7 +279,7 @@ class NodeVms(ResourceModel):
     def _dispatch_foreground(self, job: Job) -> Iterator[Decision]:
         platform = self.platform
         moving = job.state == RUNNING
-        order = sorted(range(job.size), key=lambda p: -job.cpu_est[p])
+        order = sorted(range(job.size), key=job.cpu_est.__getitem__, reverse=True)  # stable: ties keep process order
         placement: list[int] = [-1] * job.size
         idle = platform.idle_nodes(0)
         if moving:
@@ -347,7 +347,7 @@ class NodeVms(ResourceModel):
     def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
         # Nodes by the estimated load of the tiers above, ascending; ties by node id.
         nodes = self._eligible[tier].smallest(job.size)
-        order = sorted(range(job.size), key=lambda p: -job.cpu_est[p])
+        order = sorted(range(job.size), key=job.cpu_est.__getitem__, reverse=True)  # stable: ties keep process order
         placement = [-1] * job.size
         for p, node in zip(order, nodes):
             placement[p] = node
