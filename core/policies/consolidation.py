@@ -194,6 +194,19 @@ class NodeVms(ResourceModel):
         changed)."""
         platform, threshold = self.platform, self.policy.bg_threshold
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
+        if k == 2 and self.tiers == 2:
+            # The paper's setting in one pass (the keys are the general ones: a one-element
+            # sum is that element).
+            idle: dict[int, float | None] = {}
+            eligible: dict[int, float | None] = {}
+            for node in nodes:
+                base = 2 * node
+                idle[node] = None if vm_job[base] >= 0 else vm_est[base + 1]
+                above = vm_est[base]
+                eligible[node] = above if vm_job[base + 1] < 0 and above < threshold else None
+            self._fg_idle.update(idle)
+            self._eligible[1].update(eligible)
+            return
         changes: dict[int, float | None] = {}
         for node in nodes:
             base = node * k
