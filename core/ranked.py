@@ -31,21 +31,13 @@ class RankedSet:
     def __contains__(self, node: object) -> bool:
         return node in self._keys
 
-    def put(self, node: int, key: float) -> None:
-        """Make ``node`` a member ranked by ``key`` (moving it if it is one already)."""
-        self.update({node: key})
-
-    def discard(self, node: int) -> None:
-        """Remove ``node`` if it is a member."""
-        self.update({node: None})
-
     def update(self, changes: dict[int, float | None]) -> None:
         """Apply many changes at once: ``node -> key`` (make it a member ranked by ``key``) or
         ``node -> None`` (remove it). A batch larger than a small fraction of the set is merged
         in one pass (O(n + b log b)) instead of b memmoves of the whole list."""
         keys, entries = self._keys, self._entries
         if len(changes) * 16 < len(entries):
-            for node, key in changes.items():  # put and discard, inlined (the hot path)
+            for node, key in changes.items():  # one change at a time: a memmove each (the hot path)
                 old = keys.get(node)
                 if old == key:
                     continue

@@ -19,8 +19,8 @@ def test_members_come_out_by_key_then_node(batches, single, count, skip):
     truth = dict.fromkeys(range(20), 0.0)
     for changes in batches:
         if single:
-            for node, key in changes.items():
-                ranked.discard(node) if key is None else ranked.put(node, key)
+            for node, key in changes.items():  # one change at a time
+                ranked.update({node: key})
         else:
             ranked.update(changes)
         for node, key in changes.items():

@@ -175,7 +175,9 @@ class Backfill(BasePolicy):
 
     # -- index of running jobs by estimated end -------------------------------------------
     def on_start(self, job: Job) -> None:
-        remaining = max(job.estimate - job.progress, 0.0) / self.speed(job.nodes)
+        remaining = max(job.estimate - job.progress, 0.0)
+        if self.places:  # dedicated units run at speed 1: no call on every start
+            remaining /= self.speed(job.nodes)
         key = (job.last_start_time + remaining, job.index, job)
         self._end_key[job.index] = key
         bisect.insort(self._ends, key)

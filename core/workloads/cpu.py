@@ -125,11 +125,13 @@ def annotate_cpu(
         raise ValueError(f"cpu_prior: expected a number in (0, 1], got {prior}")
     rng = stream(seed, "cpu_usage")
     draws = CpuDraws(rng.bit_generator.state, (low, high), accuracy, prior)
-    single_est = [1.0] if accuracy == 1.0 else [accuracy * 1.0 + draws.guess]
+    # Every single-process job uses one whole CPU: one shared (read-only) list for all of them.
+    single = [1.0]
+    single_est = None if accuracy == 1.0 else [accuracy * 1.0 + draws.guess]
     multi = [job for job in jobs if job.size > 1]
     for job in jobs:
         if job.size == 1:
-            job.set_cpu([1.0], single_est if accuracy != 1.0 else None, 1.0)
+            job.set_cpu(single, single_est, 1.0)
     # Sum the multi-process jobs' draws block by block, in workload order.
     offset = 0
     first = 0

@@ -96,7 +96,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ...errors import TiersweepError
-from .numerics import solve_sparse
+from .numerics import breakpoint_level, solve_sparse
 
 if TYPE_CHECKING:
     from ...jobs import Job
@@ -902,20 +902,7 @@ class Allocator:
                     c = share[w] / smin
                     slope += c
                     points.append((hi / c, hi, c))
-        if not points:
-            x = 1.0 / k
-            return cap if cap < x else x
-        if len(points) > 1:
-            points.sort()
-        const = 0.0
-        for xb, hi, c in points:
-            x = (1.0 - const) / slope
-            if x <= xb:
-                return cap if cap < x else x
-            const += hi
-            slope -= c
-        x = (1.0 - const) / slope
-        return cap if cap < x else x
+        return breakpoint_level(points, slope, k, cap)
 
     def _br_general(self, m: int, k: int, smin: float, cap: float, index: int) -> float:
         """:meth:`_br` with guarantees."""
@@ -961,20 +948,7 @@ class Allocator:
             c = share[w] / smin
             slope += c
             points.append((hi / c, hi, c))
-        if not points:
-            x = 1.0 / k
-            return cap if cap < x else x
-        if len(points) > 1:
-            points.sort()
-        const = 0.0
-        for xb, hi, c in points:
-            x = (1.0 - const) / slope
-            if x <= xb:
-                return cap if cap < x else x
-            const += hi
-            slope -= c
-        x = (1.0 - const) / slope
-        return cap if cap < x else x
+        return breakpoint_level(points, slope, k, cap)
 
     def _solve_general(self, m: int, own: tuple[int, ...], cap: float, index: int, placed: Sequence[int]) -> float:
         """:meth:`solve` with guarantees (``min > 0``): piecewise-linear search over breakpoints."""

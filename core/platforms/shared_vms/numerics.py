@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["waterfill", "solve_sparse"]
+__all__ = ["waterfill", "solve_sparse", "breakpoint_level"]
 
 
 def waterfill(shares: Sequence[float], lows: Sequence[float], highs: Sequence[float], capacity: float = 1.0) -> list[float]:
@@ -105,3 +105,28 @@ def solve_sparse(rows: list[dict[int, float]], rhs: list[float], fallback: Seque
                 total -= v * x[j]
         x[col] = total / row[col]
     return x
+
+
+def breakpoint_level(points: list[tuple[float, float, float]], slope: float, k: int, cap: float) -> float:
+    """The ``x <= cap`` at which one machine's total use ``k x + sum min(hi, c x)`` reaches 1.
+
+    Args:
+        points: ``(hi / c, hi, c)`` of every other task that can take capacity (sorted here).
+        slope: ``k`` plus the sum of every ``c``: the total's slope before any breakpoint.
+        k: The asking job's tasks on the machine.
+        cap: The most ``x`` may be.
+    """
+    if not points:
+        x = 1.0 / k
+        return cap if cap < x else x
+    if len(points) > 1:
+        points.sort()
+    const = 0.0
+    for xb, hi, c in points:
+        x = (1.0 - const) / slope
+        if x <= xb:
+            return cap if cap < x else x
+        const += hi
+        slope -= c
+    x = (1.0 - const) / slope
+    return cap if cap < x else x
