@@ -9,6 +9,7 @@ folders are importable by name), and that the wheel has a single top-level name.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import tomllib
@@ -74,3 +75,36 @@ def test_the_wheel_has_a_single_top_level_name(tmp_path):
     assert "tiersweep/cli.py" in names and "tiersweep/core/testing.py" in names
     assert "tiersweep/analysis/notebooks/explore.ipynb" in names
     assert not [n for n in names if n.startswith("tiersweep/tests/") or n.startswith("tiersweep/configs/")]
+
+
+def test_dependencies_point_one_way():
+    # Reported: analysis.report imported sweep.tune_plots while sweep imported analysis, and the
+    # engine imported the decisions back from the policies. Importing every module of sweep must
+    # not import analysis, and the decisions must import neither engine nor policies.
+    code = (
+        "import sys, pkgutil, importlib, tiersweep.sweep\n"
+        "for m in pkgutil.iter_modules(tiersweep.sweep.__path__):\n"
+        "    importlib.import_module('tiersweep.sweep.' + m.name)\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('tiersweep.analysis'))\n"
+        "import tiersweep.core.decisions\n"
+        "print(bad)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    # Nor does any module of sweep import analysis anywhere, even lazily inside a function (the
+    # command line, which joins them, is tiersweep.cli).
+    for module in (ROOT / "sweep").glob("*.py"):
+        names = {
+            f"{'.' * node.level}{node.module or ''}" for node in ast.walk(ast.parse(module.read_text())) if isinstance(node, ast.ImportFrom)
+        }
+        assert not {n for n in names if n.lstrip(".").startswith("analysis")}, module.name
+    # Module-level imports (those under ``if TYPE_CHECKING`` do not run): the vocabulary imports
+    # neither side, and no policy imports the engine.
+    def runtime_imports(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        return {f"{'.' * node.level}{node.module or ''}" for node in tree.body if isinstance(node, ast.ImportFrom)}
+
+    assert not {m for m in runtime_imports(ROOT / "core" / "decisions.py") if "engine" in m or "policies" in m}
+    for module in (ROOT / "core" / "policies").glob("*.py"):
+        assert "..engine" not in runtime_imports(module), module.name

@@ -329,3 +329,22 @@ def test_simulate_kth_first_2000_jobs_fcfs(kth_path):
     assert len(result.jobs["job_id"]) == 2000
     assert result.report["records"] == 28476
     assert result.report["truncated"] > 0
+
+
+# --- migration_cost is the platform's (the key's old place still works) ---------------------------
+
+
+def test_policy_migration_cost_is_stored_as_platform_migration_cost():
+    # Reported: migration_cost was a policy key that no policy reads.
+    base = {"workload": {"model": "jann97", "jobs": 10}, "platform": {"tiers": 2}}
+    old = validate_spec({**base, "policy": {"name": "amcbf", "migration_cost": 120}})
+    new = validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf"}})
+    assert old == new
+    assert old["platform"]["migration_cost"] == 120.0 and "migration_cost" not in old["policy"]
+    same = validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf", "migration_cost": 120}})
+    assert same == new
+    with pytest.raises(SpecError, match=r"^policy.migration_cost: 600 contradicts platform.migration_cost: 120"):
+        validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf", "migration_cost": 600}})
+    # --set and grid axes name either key and override the base spec either way.
+    assert set_key(old, "policy.migration_cost", 5)["platform"]["migration_cost"] == 5
+    assert validate_spec(set_key({**base, "policy": {"name": "amcbf", "migration_cost": 1}}, "platform.migration_cost", 7))["platform"]["migration_cost"] == 7.0
