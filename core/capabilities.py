@@ -38,8 +38,9 @@ TIERS = "tiers"
 #: The engine calls ``advance`` at every new timestamp (time-weighted statistics).
 TIME_TRACKING = "time_tracking"
 #: Per-node VM state for placement decisions: ``idle_nodes(tier)``, ``occupant(node, tier)``,
-#: ``est_load(node, first, end)``, and the flat read-only arrays ``vm_job`` and ``vm_est``
-#: (indexed ``node * tiers + tier``) for policies' inner loops.
+#: ``est_load(node, first, end)``, and the flat read-only sequences ``vm_job`` and ``vm_est``
+#: (indexed ``node * tiers + tier``) for policies' inner loops (a platform may also offer
+#: numpy views of them, as ``nodes`` does on large machines, for vectorised policies).
 NODE_VMS = "node_vms"
 #: Virtual-cluster embeddings in a fat-tree network with guaranteed bandwidth: ``state``,
 #: ``topo``, ``demand``, ``request``, ``reservation``.

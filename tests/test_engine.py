@@ -171,18 +171,22 @@ def test_starting_on_a_busy_named_node_is_a_policy_error():
         Engine(make_jobs([(0, 100, 1, 100)], 10), Nodes(10), SameNodes()).run()
 
 
-def test_counting_free_nodes_and_tracking_ids_give_identical_schedules(kth_path):
-    # One tier: EASY never names nodes, so the platform counts; recording segments (or a policy
-    # that requires node_vms) makes it track ids. The schedule must not depend on which.
+@pytest.mark.parametrize("tiers", [1, 2, 3])
+def test_counting_free_nodes_and_tracking_ids_give_identical_schedules(kth_path, tiers):
+    # EASY never names nodes nor uses a background tier, so the platform counts free nodes
+    # (on any number of tiers: the lower tiers stay idle, every rate is 1); recording
+    # segments (or a policy that requires node_vms) makes it track ids and rate every job.
+    # The schedule must not depend on which.
     from tiersweep.core.simulate import simulate
 
-    spec = {"workload": {"trace": str(kth_path), "jobs": 5000}, "policy": {"name": "easy"}}
+    spec = {"workload": {"trace": str(kth_path), "jobs": 5000}, "platform": {"tiers": tiers}, "policy": {"name": "easy"}}
     counted = simulate(spec)
     tracked = simulate(spec, record_segments=True)
     for column in counted.jobs:
         assert np.array_equal(counted.jobs[column], tracked.jobs[column], equal_nan=True), column
     assert counted.metrics == tracked.metrics
     assert len(tracked.segments["nodes"]) == 5000 and all(len(n) for n in tracked.segments["nodes"])
+    assert all(tier == 0 for tier in tracked.segments["tier"])
     # Counting gives every node back: all free at the end.
     platform = Nodes(10)
     Engine(make_jobs([(0, 100, 4, 100), (1, 50, 6, 50), (2, 10, 2, 10)], 10), platform, make_policy("easy")).run()

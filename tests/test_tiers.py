@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tiersweep.core.capabilities import NODE_VMS, TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.metrics import job_records, run_metrics
 from tiersweep.core.platforms import Nodes
@@ -52,6 +53,7 @@ class Placed(BasePolicy):
     (``nodes[p]`` is the node of process ``p``). The test makes sure those VMs are idle."""
 
     name = "placed"
+    requires = frozenset({NODE_VMS, TIERS})
 
     def __init__(self, plan) -> None:
         self.plan = plan if callable(plan) else (lambda job: plan[job.index])
@@ -282,14 +284,15 @@ def test_three_tiers_background_rate_of_the_lowest_tier(above, rate):
 
 
 class GenericNodes(Nodes):
-    """Two-tier nodes whose rates always come from the generic k-tier code."""
+    """Two-tier nodes handling every job and every event with the vectorised code that large
+    machines use (small two-tier machines use scalar loops)."""
 
-    def _two_tier_rate_changes(self, dirty):
-        return self._generic_rate_changes(dirty)
+    vector_vms = 0
+    vector_from = 1
 
 
 class SpyNodes(Nodes):
-    """Counts calls of the unrolled path."""
+    """Counts calls of the scalar two-tier path."""
 
     unrolled_calls = 0
 

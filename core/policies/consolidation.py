@@ -41,6 +41,8 @@ import bisect
 import heapq
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+import numpy as np
+
 from ..capabilities import MOVES, NODE_VMS, TIERS
 from ..decisions import Decision, Move, Start, Suspend
 from ..fenwick import Fenwick
@@ -177,53 +179,56 @@ class NodeVms(ResourceModel):
         self.platform: Nodes = sim.platform
         self.tiers = self.platform.tiers if policy.consolidates else 1
         self.has_background = self.tiers > 1
-        nodes = range(self.platform.capacity)
+        n = self.platform.capacity
         # Nodes with an idle foreground VM, by the estimated load of their lower tiers (the
         # matchmaking order of a foreground dispatch), and per background tier the eligible
         # nodes (that VM idle, the tiers above estimated below the threshold) by the load of
         # the tiers above. Both are kept up to date on the nodes each start or end touches,
-        # so a dispatch reads its nodes off the front instead of sorting the machine. On an
-        # empty machine every load is 0: eligible iff 0 < threshold.
-        self._fg_idle = RankedSet(nodes, 0.0)
+        # so a dispatch selects its nodes instead of sorting the machine. On an empty machine
+        # every load is 0: eligible iff 0 < threshold.
+        self._fg_idle = RankedSet(n, range(n), 0.0)
         self._eligible = [
-            RankedSet(nodes if t > 0 and policy.bg_threshold > 0 else (), 0.0) for t in range(self.platform.tiers)
+            RankedSet(n, range(n) if t > 0 and policy.bg_threshold > 0 else range(0), 0.0)
+            for t in range(self.platform.tiers)
         ]
+
+    def _load(self, base: np.ndarray, first: int, end: int) -> np.ndarray:
+        """Estimated CPU usage of tiers ``first .. end - 1`` on the nodes whose first VM is
+        ``base``, summed tier by tier (the same bits as summing each node's list)."""
+        vm_est = self.platform.vm_est_view
+        total = np.zeros(len(base))
+        for tier in range(first, end):
+            total = total + vm_est[base + tier]
+        return total
 
     def _refresh(self, nodes: Sequence[int]) -> None:
         """Re-rank ``nodes`` and re-judge their background eligibility (their occupancy just
         changed)."""
         platform, threshold = self.platform, self.policy.bg_threshold
-        vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
-        if k == 2 and self.tiers == 2:
-            # The paper's setting in one pass (the keys are the general ones: a one-element
-            # sum is that element).
-            idle: dict[int, float | None] = {}
-            eligible: dict[int, float | None] = {}
+        if type(nodes) is list and platform.tiers == 2:
+            # The paper's setting on a few nodes: the keys one node at a time (the same
+            # values as the general computation below).
+            vm_job, vm_est = platform.vm_job, platform.vm_est
+            idle, eligible = [], []
             for node in nodes:
-                base = 2 * node
-                idle[node] = None if vm_job[base] >= 0 else vm_est[base + 1]
-                above = vm_est[base]
-                eligible[node] = above if vm_job[base + 1] < 0 and above < threshold else None
-            self._fg_idle.update(idle)
-            self._eligible[1].update(eligible)
+                fg, bg = 2 * node, 2 * node + 1
+                idle.append(np.inf if vm_job[fg] >= 0 else vm_est[bg])
+                above = vm_est[fg]
+                eligible.append(above if vm_job[bg] < 0 and above < threshold else np.inf)
+            ids = np.array(nodes, dtype=np.int64)
+            self._fg_idle.update(ids, np.array(idle))
+            if self.tiers == 2:
+                self._eligible[1].update(ids, np.array(eligible))
             return
-        changes: dict[int, float | None] = {}
-        for node in nodes:
-            base = node * k
-            if vm_job[base] >= 0:
-                changes[node] = None
-            elif k == 2:
-                changes[node] = vm_est[base + 1]
-            else:
-                changes[node] = sum(vm_est[base + 1 : base + k])
-        self._fg_idle.update(changes)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        base = nodes * platform.tiers
+        vm_job = platform.vm_job_view
+        lower = self._load(base, 1, platform.tiers)
+        self._fg_idle.update(nodes, np.where(vm_job[base] >= 0, np.inf, lower))
         for tier in range(1, self.tiers):
-            changes = {}
-            for node in nodes:
-                base = node * k
-                above = sum(vm_est[base : base + tier])
-                changes[node] = above if vm_job[base + tier] < 0 and above < threshold else None
-            self._eligible[tier].update(changes)
+            above = self._load(base, 0, tier)
+            eligible = (vm_job[base + tier] < 0) & (above < threshold)
+            self._eligible[tier].update(nodes, np.where(eligible, above, np.inf))
 
     def on_start(self, job: Job) -> None:
         self._refresh(job.nodes)
@@ -279,39 +284,64 @@ class NodeVms(ResourceModel):
             else:
                 yield Move(victim, tier, victim.nodes)
 
-    def _free_lower_tier(self, nodes: Sequence[int]) -> int | None:
+    def _free_lower_tier(self, nodes: np.ndarray) -> int | None:
         """The highest background tier idle on all ``nodes`` once their foreground leaves it."""
         platform, threshold = self.platform, self.policy.bg_threshold
+        if type(nodes) is list:
+            for tier in range(1, self.tiers):
+                if all(platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes):
+                    return tier
+            return None
+        base = nodes * platform.tiers
         for tier in range(1, self.tiers):
-            if all(
-                platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes
-            ):
+            if ((platform.vm_job_view[base + tier] < 0) & (self._load(base, 1, tier) < threshold)).all():
                 return tier
         return None
 
     def _dispatch_foreground(self, job: Job) -> Iterator[Decision]:
         platform = self.platform
         moving = job.state == RUNNING
-        order = sorted(range(job.size), key=job.cpu_est.__getitem__, reverse=True)  # stable: ties keep process order
-        placement: list[int] = [-1] * job.size
-        idle = platform.idle_nodes(0)
+        keep: list[int] = []
+        kept: list[int] = []
         if moving:
             # Keep the processes whose own node has an idle foreground VM (priority swap).
-            for p, node in enumerate(job.nodes):
-                if node in idle:
-                    placement[p] = node
-            order = [p for p in order if placement[p] < 0]
-        if order:
-            # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties
-            # by node id (the index keeps them in that order).
-            free = self._fg_idle.smallest(len(order), set(placement) if moving else ())
-            for p, node in zip(order, free):
-                placement[p] = node
+            own, k = job.nodes, platform.tiers
+            if type(own) is list:
+                vm_job = platform.vm_job
+                keep = [p for p, node in enumerate(own) if vm_job[node * k] < 0]
+                kept = [own[p] for p in keep]
+            else:
+                keep = np.flatnonzero(platform.vm_job_view[own * k] < 0).tolist()
+                kept = own[keep].tolist()
+        # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties by
+        # node id.
+        free = self._fg_idle.smallest(job.size - len(kept), np.array(kept, dtype=np.int64) if kept else None)
+        placement = self._place(job, free, keep, kept)
         yield from self._evictions(job, 0, placement)
         if moving:
             yield Move(job, 0, placement)
         else:
             yield Start(job, 0, placement)
+
+    def _place(self, job: Job, nodes: np.ndarray, keep: Sequence[int] = (), kept: Sequence[int] = ()) -> list[int] | np.ndarray:
+        """The placement of ``job``: processes ``keep`` on nodes ``kept``, the others on
+        ``nodes`` by estimated CPU usage, descending (ties keep process order): the paper's
+        matchmaking of the heaviest processes onto the least loaded nodes. A list for a
+        small job, an array for a large one (see the platform's ``bulk_from``)."""
+        if job.size < self.platform.bulk_from:
+            placement = [-1] * job.size
+            for p, node in zip(keep, kept):
+                placement[p] = node
+            order = sorted(range(job.size), key=job.cpu_est.__getitem__, reverse=True)  # stable
+            for p, node in zip((p for p in order if placement[p] < 0), nodes.tolist()):
+                placement[p] = node
+            return placement
+        placement = np.full(job.size, -1, dtype=np.int64)
+        if keep:
+            placement[list(keep)] = kept
+        order = np.argsort(-np.asarray(job.cpu_est, dtype=float), kind="stable")  # stable: ties keep process order
+        placement[order[placement[order] < 0]] = nodes
+        return placement
 
     def _evictions(self, job: Job, tier: int, placement: Sequence[int]) -> Iterator[Decision]:
         """Suspend the lower-tier jobs that placing ``job`` in ``tier`` on ``placement`` pushes
@@ -319,6 +349,18 @@ class NodeVms(ResourceModel):
         if the utilization of j_i is above the threshold"; with k tiers, every tier below the
         placement is judged by the estimated load of the tiers above it), latest arrival first."""
         platform, threshold = self.platform, self.policy.bg_threshold
+        k = platform.tiers
+        if tier + 1 >= k:
+            return
+        victims = (self._victims_few if type(placement) is list else self._victims_many)(job, tier, placement, threshold)
+        jobs = self.sim.jobs
+        for index in sorted(victims, reverse=True):
+            self.policy.evicted.append(index)
+            yield Suspend(jobs[index])
+
+    def _victims_few(self, job: Job, tier: int, placement: list[int], threshold: float) -> set[int]:
+        """:meth:`_evictions`' victims, one process at a time."""
+        platform = self.platform
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
         victims: set[int] = set()
         for p, node in enumerate(placement):
@@ -334,10 +376,25 @@ class NodeVms(ResourceModel):
                     victims.add(occupant)
                 else:
                     above += vm_est[base + lower]
-        jobs = self.sim.jobs
-        for index in sorted(victims, reverse=True):
-            self.policy.evicted.append(index)
-            yield Suspend(jobs[index])
+        return victims
+
+    def _victims_many(self, job: Job, tier: int, placement: np.ndarray, threshold: float) -> set[int]:
+        """:meth:`_victims_few`, vectorised over the processes (the same sums, tier by tier)."""
+        platform = self.platform
+        vm_job, vm_est, k = platform.vm_job_view, platform.vm_est_view, platform.tiers
+        base = placement * k
+        others = np.zeros(len(base))
+        for t in range(tier):
+            others = others + np.where(vm_job[base + t] != job.index, vm_est[base + t], 0.0)
+        above = np.asarray(job.cpu_est, dtype=float) + others
+        victims: list[np.ndarray] = []
+        for lower in range(tier + 1, k):
+            occupant = vm_job[base + lower]
+            present = (occupant >= 0) & (occupant != job.index)
+            over = above >= threshold
+            victims.append(occupant[present & over])
+            above = np.where(present & ~over, above + vm_est[base + lower], above)
+        return set(np.concatenate(victims).tolist())
 
     # -- the background phase ---------------------------------------------------------------------
     def background_phase(self, sim: Engine) -> Iterator[Decision]:
@@ -359,11 +416,7 @@ class NodeVms(ResourceModel):
 
     def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
         # Nodes by the estimated load of the tiers above, ascending; ties by node id.
-        nodes = self._eligible[tier].smallest(job.size)
-        order = sorted(range(job.size), key=job.cpu_est.__getitem__, reverse=True)  # stable: ties keep process order
-        placement = [-1] * job.size
-        for p, node in zip(order, nodes):
-            placement[p] = node
+        placement = self._place(job, self._eligible[tier].smallest(job.size))
         yield from self._evictions(job, tier, placement)
         yield Start(job, tier, placement)
 
