@@ -173,9 +173,9 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
         for policy in ("easy", "amcbf"):
             spec = {"workload": {"model": "lublin03", "jobs": 100_000, "load": 0.8},
                     "platform": {"nodes": 10_000, "tiers": 2}, "policy": {"name": policy}}
-            # AMCBF gets ten times EASY's time (twice its target) before it counts as unfinished.
-            limit = CASE_TIMEOUT if policy == "easy" else max(120.0, 10 * measured["easy"].seconds)
-            measured[policy] = _run(_spec_file(tmp, f"lublin100k-{policy}", spec), limit)
+            # Both get the case time limit, so that the ratio is measured even when it is far
+            # above the target.
+            measured[policy] = _run(_spec_file(tmp, f"lublin100k-{policy}", spec))
         amcbf, easy = measured["amcbf"], measured["easy"]
         value = (f"{amcbf.seconds / easy.seconds:.2f}x, {amcbf.peak_mb:,.0f} MB" if amcbf.finished
                  else f"not finished in {amcbf.seconds:.0f} s")

@@ -78,11 +78,18 @@ def _efficiency(value: object) -> float | str:
 
 
 def sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer array, ascending (``numpy.unique``, whose fixed cost
-    dominates on the few values of a typical event, is used only for large arrays)."""
-    if len(values) > 64:
-        return np.unique(values)
-    return np.array(sorted(set(values.tolist())), dtype=np.int64)
+    """The distinct values of a non-negative integer array, ascending. A few values go through
+    a Python set (numpy's fixed cost per call dominates there); many dense ones (node ids,
+    job indices of one event) through a bitmap, linear; sparse ones through a sort."""
+    if len(values) <= 64:
+        return np.array(sorted(set(values.tolist())), dtype=np.int64)
+    top = int(values.max()) + 1
+    if top <= 16 * len(values):
+        seen = np.zeros(top, dtype=bool)
+        seen[values] = True
+        return np.flatnonzero(seen)
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 class IdleSet:
@@ -452,7 +459,12 @@ class Nodes(BasePlatform):
             dirty = sorted(self._dirty)
             self._dirty = set()
             changes = self._two_tier_rate_changes(dirty)
-            self._update_overflow(dirty, changes)
+            if self.vectorised and any(type(job.nodes) is not list for job, _ in changes):
+                # A wide job's rate changed: measure its nodes vectorised.
+                touched = [np.array(dirty, dtype=np.int64), *(np.asarray(job.nodes) for job, _ in changes)]
+                self._update_overflow_bulk(sorted_distinct(np.concatenate(touched)))
+            else:
+                self._update_overflow(dirty, changes)
             return changes
         chunks = [*self._dirty_bulk, np.fromiter(self._dirty, np.int64, len(self._dirty))]
         self._dirty, self._dirty_bulk = set(), []
