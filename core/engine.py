@@ -24,7 +24,10 @@ import itertools
 import math
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .capabilities import pair_problem
+from .collector import collector_paused
 from .decisions import Move, Reject, Start, Suspend
 from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
@@ -108,27 +111,43 @@ class Engine:
         """Process every event until all jobs have finished."""
         jobs = self.jobs
         n_jobs = len(jobs)
+        # The loop compares the next submit time at every timestamp: a list of floats, not an
+        # attribute look-up each time.
+        submits = [job.submit_time for job in jobs]
         heap = self._heap
         heappop = heapq.heappop
         queue = self.queue
         policy = self.policy
         platform = self.platform
+        decide = policy.decide
         apply = self._apply
+        start = self._apply_start
+        finish = self._finish
         observer = self.observer
         advance = platform.advance if platform.tracks_time else None
+        # A hook the policy does not override does nothing: skip the call (one per job).
+        on_submit = policy.on_submit
+        if getattr(on_submit, "__func__", None) is BasePolicy.on_submit:
+            on_submit = None
         cursor = 0
+        next_arrival = submits[0] if n_jobs else math.inf
         last = math.nan
         tiers = platform.tiers
-        for job in jobs:
-            job.tier_time = [0.0] * tiers
+        with collector_paused():  # one new list per job, none of them garbage
+            for job in jobs:
+                job.tier_time = [0.0] * tiers
         policy.setup(self)
-        while cursor < n_jobs or heap:
+        while True:
             while heap and heap[0][4] != heap[0][3].version:
                 heappop(heap)  # superseded: never let the clock stop at a cancelled event
-            if not heap and cursor == n_jobs:
+            if heap:
+                now = heap[0][0]
+                if next_arrival < now:
+                    now = next_arrival
+            elif cursor < n_jobs:
+                now = next_arrival
+            else:
                 break
-            next_arrival = jobs[cursor].submit_time if cursor < n_jobs else math.inf
-            now = heap[0][0] if heap and heap[0][0] <= next_arrival else next_arrival
             if platform.overflow_rate:
                 self.overflow_seconds += platform.overflow_rate * (now - last)
             last = now
@@ -142,23 +161,28 @@ class Engine:
                     continue  # superseded by a rate change or a suspension
                 happened = True
                 if kind == FINISH:
-                    self._finish(job)
+                    finish(job)
                 else:
                     self._restored(job)
-            while cursor < n_jobs and jobs[cursor].submit_time == now:
+            while next_arrival == now:
                 job = jobs[cursor]
                 cursor += 1
+                next_arrival = submits[cursor] if cursor < n_jobs else math.inf
                 job.state = QUEUED
                 queue[job.index] = job
-                policy.on_submit(job)
+                if on_submit is not None:
+                    on_submit(job)
                 happened = True
             if not happened:
                 continue
             if platform.rates_dirty:
                 self._apply_rate_changes()
             self.passes += 1
-            for decision in policy.decide(self):
-                apply(decision)
+            for decision in decide(self):
+                if type(decision) is Start:  # by far the most frequent: one call, not two
+                    start(decision)
+                else:
+                    apply(decision)
             if platform.rates_dirty:
                 self._apply_rate_changes()
             if observer is not None:
@@ -173,19 +197,7 @@ class Engine:
     # -- decisions -----------------------------------------------------------------------
     def _apply(self, decision: Start | Suspend) -> None:
         if type(decision) is Start:
-            job = decision.job
-            if job.state != QUEUED:
-                raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
-                    f"{job.job_id}: it is not queued (state {job.state})"
-                )
-            reason = self.platform.check_start(job, decision.tier, decision.nodes)
-            if reason is not None:
-                raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
-                    f"{job.job_id}: {reason}"
-                )
-            self._start(job, decision.tier, decision.nodes)
+            self._apply_start(decision)
         elif type(decision) is Suspend:
             job = decision.job
             if job.state != RUNNING:
@@ -226,17 +238,36 @@ class Engine:
         return PlatformError(f"platform {self.platform.kind!r} at t={self.now:g}: {what}")
 
     def _check_held(self, job: Job, held: Sequence[int], rate: float) -> None:
+        """Raise PlatformError if the platform gave ``job`` the wrong number of units or a rate
+        outside [0, 1]."""
         if len(held) != job.size:
             raise self._platform_error(f"job {job.job_id} of size {job.size} was given {len(held)} units")
         if not 0.0 <= rate <= 1.0:
             raise self._platform_error(f"job {job.job_id} was given rate {rate!r}, outside [0, 1]")
 
-    def _start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> None:
+    def _apply_start(self, decision: Start) -> None:
+        """Check and apply a Start (done for every job of every run: the checks of the
+        platform's report are written out, the common case first)."""
+        job, tier, nodes = decision.job, decision.tier, decision.nodes
+        if job.state != QUEUED:
+            raise PolicyError(
+                f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
+                f"{job.job_id}: it is not queued (state {job.state})"
+            )
+        platform = self.platform
+        reason = platform.check_start(job, tier, nodes)
+        if reason is not None:
+            raise PolicyError(
+                f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
+                f"{job.job_id}: {reason}"
+            )
         now = self.now
-        held, rate = self.platform.start(job, tier, nodes)
-        self._check_held(job, held, rate)
-        del self.queue[job.index]
-        self.running[job.index] = job
+        held, rate = platform.start(job, tier, nodes)
+        if len(held) != job.size or not 0.0 <= rate <= 1.0:
+            self._check_held(job, held, rate)  # raises, saying which
+        index = job.index
+        del self.queue[index]
+        self.running[index] = job
         job.state = RUNNING
         job.nodes = held
         job.tier = tier
@@ -245,20 +276,17 @@ class Engine:
         job.last_start_time = now
         job.updated_time = now
         job.segment_time = now
-        if job.index in self._needs_restore and self.migration_cost > 0:
-            self._needs_restore.discard(job.index)
+        if index in self._needs_restore:  # restarted after a suspension: a migration
+            self._needs_restore.discard(index)
             job.migrations += 1
-            job.rate = 0.0
-            self._restoring[job.index] = rate
-            heapq.heappush(
-                self._heap, (now + self.migration_cost, RESTORE, next(self._sequence), job, job.version)
-            )
-        else:
-            if job.index in self._needs_restore:
-                self._needs_restore.discard(job.index)
-                job.migrations += 1
-            job.rate = rate
-            self._schedule_finish(job)
+            if self.migration_cost > 0:
+                job.rate = 0.0
+                self._restoring[index] = rate
+                heapq.heappush(self._heap, (now + self.migration_cost, RESTORE, next(self._sequence), job, job.version))
+                self.policy.on_start(job)
+                return
+        job.rate = rate
+        self._schedule_finish(job)
         self.policy.on_start(job)
 
     def _suspend(self, job: Job) -> None:
@@ -284,7 +312,7 @@ class Engine:
 
     def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         old_tier, old_nodes = job.tier, job.nodes
-        swap = list(nodes) == list(old_nodes)  # same node per process: a priority swap
+        swap = bool(np.array_equal(nodes, old_nodes))  # same node per process: a priority swap
         self._bring_up_to_date(job)
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
@@ -332,7 +360,7 @@ class Engine:
     def _close_segment(self, job: Job, how: str) -> None:
         job.tier_time[job.tier] += self.now - job.segment_time
         if self.segments is not None:
-            self.segments.append((job.job_id, job.tier, job.segment_time, self.now, tuple(job.nodes), how))
+            self.segments.append((job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
         job.segment_time = math.nan
 
     def _bring_up_to_date(self, job: Job) -> None:

@@ -8,14 +8,17 @@ way as a plug-in would be), and the spec validator and ``--help`` pick it up fro
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..params import Param, non_negative_number, validate_params
 from ..registry import Registry
 from .base import BasePlatform
-from .fat_tree import FatTree
 from .nodes import Nodes
-from .shared_vms import SharedVms
+
+if TYPE_CHECKING:
+    from .fat_tree import FatTree
+    from .shared_vms import SharedVms
 
 __all__ = [
     "BasePlatform",
@@ -67,5 +70,18 @@ def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: i
     return cls(**own, seed=seed)
 
 
-for _cls in (Nodes, SharedVms, FatTree):
-    register_platform(_cls)
+# The built-ins: ``nodes`` (the default) is imported with the package, the others only when a
+# spec names them (see Registry); the order is the one --help lists.
+register_platform(Nodes)
+PLATFORMS.register_lazy("shared_vms", f"{__name__}.shared_vms", "SharedVms")
+PLATFORMS.register_lazy("fat_tree", f"{__name__}.fat_tree", "FatTree")
+
+# Classes re-exported here but defined in a lazily imported module (PEP 562).
+_LAZY_EXPORTS = {"SharedVms": "shared_vms", "FatTree": "fat_tree"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)

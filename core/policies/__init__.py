@@ -8,16 +8,18 @@ the same way as a plug-in would be), and the spec validator and ``--help`` pick 
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ..decisions import Decision, Move, Reject, Start, Suspend
 from ..params import validate_params
 from ..registry import Registry
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
 from .base import BasePolicy
-from .consolidation import Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, Smcbf
-from .embedding import Bgmbf, Bgmbfsdf, BwFcfs, BwReject, Sbf, Sdf
-from .vm_backfill import VmBackfill
+
+if TYPE_CHECKING:
+    from .consolidation import Consolidation
+    from .vm_backfill import VmBackfill
 
 __all__ = [
     "POLICIES",
@@ -56,22 +58,32 @@ def make_policy(name: str, **params: Any) -> BasePolicy:
     return cls(**validate_params("policy", params, cls.params))
 
 
-for _cls in (
-    Fcfs,
-    Easy,
-    Conservative,
-    Selective,
-    Cmbf,
-    Ambf,
-    Cmcbf,
-    Amcbf,
-    Smcbf,
-    BwFcfs,
-    Sbf,
-    Sdf,
-    Bgmbf,
-    Bgmbfsdf,
-    BwReject,
-    VmBackfill,
-):
+# The built-ins, in the order --help lists them. The backfilling family is imported with the
+# package (EASY is the default); the others only when a spec names them (see Registry).
+for _cls in (Fcfs, Easy, Conservative, Selective):
     register_policy(_cls)
+for _name, _module, _qualname in (
+    ("cmbf", "consolidation", "Cmbf"),
+    ("ambf", "consolidation", "Ambf"),
+    ("cmcbf", "consolidation", "Cmcbf"),
+    ("amcbf", "consolidation", "Amcbf"),
+    ("smcbf", "consolidation", "Smcbf"),
+    ("bw_fcfs", "embedding", "BwFcfs"),
+    ("sbf", "embedding", "Sbf"),
+    ("sdf", "embedding", "Sdf"),
+    ("bgmbf", "embedding", "Bgmbf"),
+    ("bgmbfsdf", "embedding", "Bgmbfsdf"),
+    ("bw_reject", "embedding", "BwReject"),
+    ("vm_backfill", "vm_backfill", "VmBackfill"),
+):
+    POLICIES.register_lazy(_name, f"{__name__}.{_module}", _qualname)
+
+# Classes re-exported here but defined in a lazily imported module (PEP 562).
+_LAZY_EXPORTS = {"Consolidation": "consolidation", "VmBackfill": "vm_backfill"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)

@@ -33,6 +33,8 @@ DEFAULT_CPU_USAGE = (0.4, 1.0)
 DEFAULT_CPU_PRIOR = 0.7
 #: Draws generated at once while summing (bounds the transient memory: 32 MB).
 _BLOCK_DRAWS = 1 << 22
+#: Jobs of at least this many processes are summed one by one, where their draws lie.
+_CONTIGUOUS_FROM = 256
 
 
 class CpuDraws:
@@ -77,17 +79,27 @@ def _sequential_sums(draws: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Per-job left-to-right sums of consecutive runs of ``draws`` (``sizes`` long each).
 
     numpy's reductions sum pairwise, which can differ from summing the list in the last bit;
-    an accumulation is sequential by definition. Jobs of one size are gathered into one matrix
-    and accumulated along its rows, so the work is one vector operation per distinct size.
+    an accumulation is sequential by definition. A job of many processes is accumulated where
+    its draws lie (contiguous: no copy), into a reused buffer; jobs of fewer processes are
+    gathered by size into one matrix per size and accumulated along its rows, so that they
+    cost one vector operation per distinct size rather than one call each.
     """
     out = np.empty(len(sizes))
     if not len(sizes):
         return out
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    order = np.argsort(sizes, kind="stable")
+    starts = np.cumsum(sizes) - sizes
+    large = sizes >= _CONTIGUOUS_FROM
+    if large.any():
+        buffer = np.empty(int(sizes[large].max()))
+        for job, start, size in zip(np.flatnonzero(large).tolist(), starts[large].tolist(), sizes[large].tolist()):
+            out[job] = np.add.accumulate(draws[start : start + size], out=buffer[:size])[-1]
+    small = np.flatnonzero(~large)
+    order = small[np.argsort(sizes[small], kind="stable")]
     by_size = sizes[order]
-    edges = np.concatenate(([0], np.flatnonzero(np.diff(by_size)) + 1, [len(sizes)]))
+    edges = np.concatenate(([0], np.flatnonzero(np.diff(by_size)) + 1, [len(by_size)]))
     for first, last in zip(edges[:-1], edges[1:]):
+        if first == last:
+            continue  # no small job at all
         members = order[first:last]
         matrix = draws[starts[members][:, None] + np.arange(by_size[first])]
         out[members] = np.cumsum(matrix, axis=1)[:, -1]
@@ -125,25 +137,24 @@ def annotate_cpu(
         raise ValueError(f"cpu_prior: expected a number in (0, 1], got {prior}")
     rng = stream(seed, "cpu_usage")
     draws = CpuDraws(rng.bit_generator.state, (low, high), accuracy, prior)
+    sizes = np.fromiter((job.size for job in jobs), np.int64, len(jobs))
     # Every single-process job uses one whole CPU: one shared (read-only) list for all of them.
     single = [1.0]
     single_est = None if accuracy == 1.0 else [accuracy * 1.0 + draws.guess]
-    multi = [job for job in jobs if job.size > 1]
-    for job in jobs:
-        if job.size == 1:
-            job.set_cpu(single, single_est, 1.0)
-    # Sum the multi-process jobs' draws block by block, in workload order.
-    offset = 0
+    for index in np.flatnonzero(sizes == 1).tolist():
+        jobs[index].set_cpu(single, single_est, 1.0)
+    # The multi-process jobs' draws, in workload order: job i's start at offsets[i] in the stream.
+    multi = np.flatnonzero(sizes > 1)
+    multi_sizes = sizes[multi]
+    ends = np.cumsum(multi_sizes)
+    offsets = ends - multi_sizes
+    totals = np.empty(len(multi))
+    # Sum them block by block (as many whole jobs as fit in _BLOCK_DRAWS draws, at least one).
     first = 0
     while first < len(multi):
-        last, count = first, 0
-        while last < len(multi) and (count == 0 or count + multi[last].size <= _BLOCK_DRAWS):
-            count += multi[last].size
-            last += 1
-        block = multi[first:last]
-        sizes = np.fromiter((job.size for job in block), np.int64, len(block))
-        sums = _sequential_sums(rng.uniform(low, high, count), sizes).tolist()
-        for job, total in zip(block, sums):
-            job.set_cpu_draws(draws, offset, total)
-            offset += job.size
+        last = max(first + 1, int(np.searchsorted(ends, offsets[first] + _BLOCK_DRAWS, side="right")))
+        count = int(ends[last - 1] - offsets[first])
+        totals[first:last] = _sequential_sums(rng.uniform(low, high, count), multi_sizes[first:last])
         first = last
+    for index, offset, total in zip(multi.tolist(), offsets.tolist(), totals.tolist()):
+        jobs[index].set_cpu_draws(draws, offset, total)

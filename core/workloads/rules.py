@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..collector import collector_paused
 from ..jobs import Job
 from .swf import SWF_FIELDS
 
@@ -160,10 +161,13 @@ def jobs_from_records(
         estimates = runtime * factor
 
     ids = table[:, _COL["job_number"]].astype(np.int64).tolist()
-    built = [
-        Job(i, job_id, s, int(z), r, q, e)
-        for i, (job_id, s, z, r, q, e) in enumerate(
-            zip(ids, submit.tolist(), size.tolist(), runtime.tolist(), requested.tolist(), estimates.tolist())
+    with collector_paused():  # one Job per row, none of them garbage: see collector_paused
+        built = Job.from_columns(
+            ids,
+            submit.tolist(),
+            size.astype(np.int64).tolist(),
+            runtime.tolist(),
+            requested.tolist(),
+            estimates.tolist(),
         )
-    ]
     return built, report
