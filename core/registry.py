@@ -11,12 +11,12 @@ scheduling of a small run.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from .errors import SpecError
 from .params import Param
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "lazy_exports"]
 
 T = TypeVar("T", bound=type)
 
@@ -135,3 +135,17 @@ class Registry(Generic[T]):
         """Unregister ``name`` (for tests that register a plug-in for a while)."""
         self._lazy.pop(name, None)
         return self._classes.pop(name, default)
+
+
+def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``package``: ``exports`` maps a class re-exported
+    there to the submodule defining it, imported on first access (so that importing the
+    package does not import every plug-in)."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(import_module(f".{module}", package), name)
+
+    return __getattr__

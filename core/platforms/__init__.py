@@ -8,11 +8,10 @@ way as a plug-in would be), and the spec validator and ``--help`` pick it up fro
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..params import Param, non_negative_number, validate_params
-from ..registry import Registry
+from ..registry import Registry, lazy_exports
 from .base import BasePlatform
 from .nodes import Nodes
 
@@ -77,11 +76,4 @@ PLATFORMS.register_lazy("shared_vms", f"{__name__}.shared_vms", "SharedVms")
 PLATFORMS.register_lazy("fat_tree", f"{__name__}.fat_tree", "FatTree")
 
 # Classes re-exported here but defined in a lazily imported module (PEP 562).
-_LAZY_EXPORTS = {"SharedVms": "shared_vms", "FatTree": "fat_tree"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, {"SharedVms": "shared_vms", "FatTree": "fat_tree"})

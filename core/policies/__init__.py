@@ -8,12 +8,11 @@ the same way as a plug-in would be), and the spec validator and ``--help`` pick 
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ..decisions import Decision, Move, Reject, Start, Suspend
 from ..params import validate_params
-from ..registry import Registry
+from ..registry import Registry, lazy_exports
 from .backfill import Backfill, Conservative, Easy, Fcfs, Selective
 from .base import BasePolicy
 
@@ -79,11 +78,4 @@ for _name, _module, _qualname in (
     POLICIES.register_lazy(_name, f"{__name__}.{_module}", _qualname)
 
 # Classes re-exported here but defined in a lazily imported module (PEP 562).
-_LAZY_EXPORTS = {"Consolidation": "consolidation", "VmBackfill": "vm_backfill"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, {"Consolidation": "consolidation", "VmBackfill": "vm_backfill"})
