@@ -108,7 +108,18 @@ class ProcessBackend(Backend):
         )
 
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
-        self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks, with_jobs)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self._pool.submit(run_batch, list(tasks), with_jobs)
+        except BrokenProcessPool as error:
+            # A worker died since the last wait: the pool refuses new work. Hand the batch to
+            # the next wait as lost with the pool, which restarts the pool and resubmits it
+            # with the other batches in flight (never a new pool here, beside the old one's
+            # unfinished futures, which that wait would then resubmit twice).
+            future = Future()
+            future.set_exception(error)
+        self._futures[future] = (batch_id, tasks, with_jobs)
 
     def wait(self) -> list[tuple[int, Outcomes]]:
         from concurrent.futures.process import BrokenProcessPool
@@ -140,7 +151,7 @@ class ProcessBackend(Backend):
         if tries > self.max_retries:
             finished.append((batch_id, failed_outcomes(tasks, f"{reason} {tries} times")))
         else:
-            self._futures[self._pool.submit(run_batch, list(tasks), with_jobs)] = (batch_id, tasks, with_jobs)
+            self.submit(batch_id, tasks, with_jobs)
 
     def pending(self) -> int:
         return len(self._futures)

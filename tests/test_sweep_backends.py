@@ -214,3 +214,44 @@ def test_the_driver_starts_with_single_cell_batches(tmp_path, monkeypatch):
     assert sizes[:2] == [1, 1]
     assert stored == list(pd.Series(sizes).cumsum())
     assert len(sizes) < 8  # later batches group cells
+
+
+def test_a_batch_submitted_after_a_worker_died_is_run_on_a_new_pool():
+    # Reproduces a race: a worker dies between two waits, and the driver submits its next batch
+    # to the broken pool before a wait has noticed. That submit raised BrokenProcessPool and
+    # took the sweep down; now the batch is handed to the next wait as lost with the pool.
+    import os
+    import signal
+    import time
+    from concurrent.futures.process import BrokenProcessPool
+
+    from tiersweep.sweep.backends import ProcessBackend
+
+    cells = expand(small_config("broken"))[:4]
+    tasks = [task_for(c, "broken") for c in cells]
+    backend = ProcessBackend(workers=1)
+    try:
+        backend.submit(0, tasks[:2], False)
+        while not getattr(backend._pool, "_processes", None):
+            time.sleep(0.01)
+        os.kill(next(iter(backend._pool._processes)), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until the pool knows it is broken
+            try:
+                probe = backend._pool.submit(int, 0)
+            except BrokenProcessPool:
+                break
+            probe.cancel()
+            time.sleep(0.05)
+        else:
+            pytest.fail("the pool never broke")
+        backend.submit(1, tasks[2:], False)  # raised BrokenProcessPool before the fix
+        finished = {}
+        while backend.pending():
+            finished.update(backend.wait())
+    finally:
+        backend.close()
+    assert sorted(finished) == [0, 1]
+    rows = [outcome["row"] for batch in finished.values() for outcome in batch]
+    assert sorted(row["cell_id"] for row in rows) == sorted(c.cell_id for c in cells)
+    assert all(row["status"] == "ok" for row in rows), [row.get("error") for row in rows]

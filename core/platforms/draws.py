@@ -24,23 +24,29 @@ BLOCK = 4096
 
 
 class _Buffer:
-    """The unread values of one kind, as an array (for batches) and the same values as a list
-    (a scalar read from a list is several times cheaper than from an array), with a read
-    position shared by both."""
+    """The unread values of one kind, as an array (for batches) and, made when a single draw
+    first needs it, the same values as a list (a scalar read from a list is several times
+    cheaper than from an array), with a read position shared by both."""
 
-    __slots__ = ("values", "items", "position")
+    __slots__ = ("values", "_items", "position")
 
     def __init__(self) -> None:
         self.values = np.empty(0)
-        self.items: list[float] = []
+        self._items: list[float] | None = []
         self.position = 0
+
+    @property
+    def items(self) -> list[float]:
+        if self._items is None:
+            self._items = self.values.tolist()
+        return self._items
 
     def remaining(self) -> np.ndarray:
         return self.values[self.position :]
 
     def append(self, block: np.ndarray) -> None:
         self.values = np.concatenate((self.values[self.position :], block))
-        self.items = self.values.tolist()
+        self._items = None  # rebuilt only if a single draw reads it
         self.position = 0
 
 
@@ -62,7 +68,7 @@ class BufferedDraws:
     def uniform(self, low: float, high: float) -> float:
         """One draw of U(low, high)."""
         buffer = self._uniform
-        if buffer.position == len(buffer.items):
+        if buffer.position == len(buffer.values):
             buffer.append(self._rng.random(BLOCK))
         value = buffer.items[buffer.position]
         buffer.position += 1
@@ -72,7 +78,7 @@ class BufferedDraws:
         """One draw of Normal(mean, sd) truncated to [low, high] (by rejection)."""
         buffer = self._normal
         while True:
-            if buffer.position == len(buffer.items):
+            if buffer.position == len(buffer.values):
                 buffer.append(self._rng.standard_normal(BLOCK))
             value = mean + sd * buffer.items[buffer.position]
             buffer.position += 1

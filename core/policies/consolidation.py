@@ -48,6 +48,7 @@ from ..decisions import Decision, Move, Start, Suspend
 from ..fenwick import Fenwick
 from ..jobs import QUEUED, RUNNING
 from ..params import Param, unit_interval
+from ..platforms.nodes import sorted_distinct
 from ..ranked import RankedSet
 from .base import BasePolicy
 from .starvation import XFACTOR_THRESHOLD, StarvationThreshold
@@ -187,6 +188,7 @@ class NodeVms(ResourceModel):
         # so a dispatch selects its nodes instead of sorting the machine. On an empty machine
         # every load is 0: eligible iff 0 < threshold.
         self._fg_idle = RankedSet(n, range(n), 0.0)
+        self._touched: list[Sequence[int]] = []  # node lists changed since the last _fresh
         self._eligible = [
             RankedSet(n, range(n) if t > 0 and policy.bg_threshold > 0 else range(0), 0.0)
             for t in range(self.platform.tiers)
@@ -230,11 +232,27 @@ class NodeVms(ResourceModel):
             eligible = (vm_job[base + tier] < 0) & (above < threshold)
             self._eligible[tier].update(nodes, np.where(eligible, above, np.inf))
 
+    # The indexes are brought up to date lazily, just before they are read: the nodes of a
+    # move's end and start, of the evictions and the start that caused them, and of the
+    # finishes of one instant are re-ranked once, not once per change.
     def on_start(self, job: Job) -> None:
-        self._refresh(job.nodes)
+        self._touched.append(job.nodes)
 
     def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
-        self._refresh(nodes)
+        self._touched.append(nodes)
+
+    def _fresh(self) -> None:
+        """Re-rank every node touched since the indexes were last read."""
+        touched = self._touched
+        if not touched:
+            return
+        self._touched = []
+        if len(touched) == 1:
+            self._refresh(touched[0])
+        elif all(type(nodes) is list for nodes in touched):
+            self._refresh(list(dict.fromkeys(node for nodes in touched for node in nodes)))
+        else:
+            self._refresh(sorted_distinct(np.concatenate([np.asarray(nodes, dtype=np.int64) for nodes in touched])))
 
     # -- the foreground phase ---------------------------------------------------------------------
     def idle_units(self) -> int:
@@ -315,6 +333,7 @@ class NodeVms(ResourceModel):
                 kept = own[keep].tolist()
         # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties by
         # node id.
+        self._fresh()
         free = self._fg_idle.smallest(job.size - len(kept), np.array(kept, dtype=np.int64) if kept else None)
         placement = self._place(job, free, keep, kept)
         yield from self._evictions(job, 0, placement)
@@ -398,6 +417,7 @@ class NodeVms(ResourceModel):
 
     # -- the background phase ---------------------------------------------------------------------
     def background_phase(self, sim: Engine) -> Iterator[Decision]:
+        self._fresh()
         eligible = self._eligible
         tiers = range(1, self.tiers)
         room = max(len(eligible[t]) for t in tiers)
@@ -409,6 +429,7 @@ class NodeVms(ResourceModel):
             for tier in tiers:
                 if job.size <= len(eligible[tier]):
                     yield from self._dispatch_background(job, tier)
+                    self._fresh()
                     room = max(len(eligible[t]) for t in tiers)
                     if room == 0:
                         return
@@ -416,6 +437,7 @@ class NodeVms(ResourceModel):
 
     def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
         # Nodes by the estimated load of the tiers above, ascending; ties by node id.
+        self._fresh()
         placement = self._place(job, self._eligible[tier].smallest(job.size))
         yield from self._evictions(job, tier, placement)
         yield Start(job, tier, placement)
