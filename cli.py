@@ -299,6 +299,20 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("tiersweep: interrupted", file=sys.stderr)
         return 130
+    except OSError as error:
+        import errno
+
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # A batch is stored only once all its files are written, so a full disk loses no
+        # stored cell and leaves nothing half-stored: the run can simply be repeated.
+        where = f" writing {error.filename}" if error.filename else ""
+        print(
+            f"tiersweep: error: no space left on the device{where}; the cells stored so far are whole, "
+            "the batch being written is not stored: free some space and run the same command again",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point stdout at devnull
         # so the interpreter's final flush does not complain again.

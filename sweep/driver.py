@@ -14,6 +14,7 @@ from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
 from .config import SweepConfig, expand
+from .folder_lock import FolderLock
 from .runner import BATCH_SECONDS, CellRunner, _batch_size  # noqa: F401 (_batch_size: tests)
 from .store import Store, spec_column_types
 
@@ -54,9 +55,17 @@ class SweepOutcome:
         return 1000 * self.driver_seconds / self.computed if self.computed else 0.0
 
 
-def plan(config: SweepConfig, out: str | Path, *, force: bool = False, retry_failed: bool = False) -> tuple[list[Cell], list[Cell], Store]:
-    """The config's cells and those still to compute (not stored, or as ``force`` says)."""
-    cells = expand(config)
+def plan(
+    config: SweepConfig,
+    out: str | Path,
+    *,
+    force: bool = False,
+    retry_failed: bool = False,
+    cells: list[Cell] | None = None,
+) -> tuple[list[Cell], list[Cell], Store]:
+    """The config's cells (``cells``, if already expanded) and those still to compute (not
+    stored, or as ``force`` says)."""
+    cells = expand(config) if cells is None else cells
     store = Store(Path(out) / config.name)
     stored = {} if force else store.stored_ids()
     todo = [c for c in cells if c.cell_id not in stored or (retry_failed and stored[c.cell_id] != "ok")]
@@ -107,8 +116,28 @@ def run_sweep(
         progress: Show a progress bar.
         on_batch: Called with the number of cells stored so far after each batch (for tests).
     """
+    cells = expand(config)  # every cell validated before anything is written, the lock included
+    with FolderLock(Path(out) / config.name, "sweep"):
+        return _run_locked(config, cells, out, backend, address, with_jobs, force, retry_failed, max_cells, progress, on_batch)
+
+
+def _run_locked(
+    config: SweepConfig,
+    cells: list[Cell],
+    out: str | Path,
+    backend: str,
+    address: str | None,
+    with_jobs: bool,
+    force: bool,
+    retry_failed: bool,
+    max_cells: int | None,
+    progress: bool,
+    on_batch: Callable[[int], None] | None,
+) -> SweepOutcome:
+    """:func:`run_sweep`, holding the folder's lock (planned under it, so that no other writer
+    stores a cell between this one reading what is stored and writing what is not)."""
     started = time.perf_counter()
-    cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed)
+    cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells)
     stored_before = len(cells) - len(todo)
     if max_cells is not None:
         todo = todo[:max_cells]

@@ -31,6 +31,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from .folder_lock import FolderLock
+
 __all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types"]
 
 _FIXED = [
@@ -151,7 +153,8 @@ class Store:
         self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2, default=_json_default).encode())
 
     def write(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
-        """Write one batch: a runs file, and a jobs file when any outcome carries jobs."""
+        """Write one batch: a jobs file and a segments file when any outcome carries them, then
+        a runs file (which is what makes its cells stored)."""
         now = dt.datetime.now(dt.timezone.utc)
         rows = sorted((o["row"] for o in outcomes), key=lambda r: r["cell_index"])
         columns: dict[str, list[Any]] = {field.name: [] for field in self.schema}
@@ -168,8 +171,7 @@ class Store:
         extra = sorted({key for row in rows for key in row} - set(columns))
         if extra:
             raise ValueError(f"result columns not in the sweep's schema: {extra}")
-        table = pa.table(columns, schema=self.schema)
-        self._write_table(self.runs, table)
+        runs = pa.table(columns, schema=self.schema)
         with_jobs = [o["jobs"] for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"]) if o["jobs"] is not None]
         if with_jobs:
             count = sum(len(jobs["job_id"]) for jobs in with_jobs)
@@ -195,6 +197,11 @@ class Store:
             columns["nodes"] = [list(nodes) for nodes in columns["nodes"]]
             columns["written_at"] = [now] * len(columns["cell_id"])
             self._write_table(self.segments, pa.table(columns, schema=self.segment_schema))
+        # The runs file last: a cell is stored (and skipped by a re-run) once its runs row
+        # exists, so that row must never exist without the cell's per-job records and
+        # segments. If a write above fails (a full disk), the batch has no runs rows and is
+        # redone; the files it did write match no runs row and no reader returns them.
+        self._write_table(self.runs, runs)
 
     def _write_table(self, folder: Path, table: pa.Table) -> None:
         name = f"part-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
@@ -227,12 +234,13 @@ def _parts(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.glob("part-*.parquet"))
 
 
-def read_table(folder: str | Path, *, latest_only: bool = True) -> pa.Table:
-    """All part files of ``folder`` as one table (schemas unified; missing columns null).
+def read_table(folder: str | Path, *, latest_only: bool = True, files: Sequence[str] | None = None) -> pa.Table:
+    """All part files of ``folder`` (or just ``files``) as one table (schemas unified; missing
+    columns null).
 
     For ``runs``, ``latest_only`` keeps the newest row of each cell.
     """
-    files = _parts(Path(folder))
+    files = _parts(Path(folder)) if files is None else list(files)
     if not files:
         return pa.table({})
     schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
@@ -252,27 +260,54 @@ def read_jobs(root: str | Path, table: str = "jobs") -> pa.Table:
     rows = read_table(Path(root) / table, latest_only=False)
     if not rows.num_rows:
         return rows
-    runs = read_table(Path(root) / "runs").select(["cell_id", "written_at"])
+    runs = read_table(Path(root) / "runs")
+    if not runs.num_rows:
+        return rows.slice(0, 0)  # records that no stored run claims (a batch a full disk cut short)
+    runs = runs.select(["cell_id", "written_at"])
     keys = {(c, w) for c, w in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())}
     mask = [(c, w) in keys for c, w in zip(rows.column("cell_id").to_pylist(), rows.column("written_at").to_pylist())]
     return rows.filter(pa.array(mask))
 
 
 def compact(root: str | Path) -> tuple[int, int]:
-    """Merge the part files of ``root/runs`` (newest row per cell) and ``root/jobs`` (the jobs
-    of those rows) into one file each; return the number of files before and after."""
+    """Merge the part files of ``root/runs`` (newest row per cell), ``root/jobs`` and
+    ``root/segments`` into one file each; return the number of files before and after.
+
+    Holds the folder's lock (no sweep writes meanwhile) and, besides, merges and deletes only
+    the files it listed at the start: a file that appears later is left as it is. The runs
+    files are listed before the others, and a batch writes its runs file last, so every runs
+    row listed has its per-job records among the files listed. Per-job records and segments
+    are dropped only where a newer run of their cell supersedes them; records that no listed
+    run claims (a batch still being written, or one a full disk interrupted) are kept.
+    """
     root = Path(root)
-    before = sum(len(_parts(root / name)) for name in ("runs", "jobs", "segments"))
-    tables = {"runs": read_table(root / "runs"), "jobs": read_jobs(root), "segments": read_jobs(root, "segments")}
-    after = 0
-    for name, table in tables.items():
-        folder = root / name
-        files = _parts(folder)
-        if len(files) <= 1:
-            after += len(files)
-            continue
-        Store(root)._write_table(folder, table)
-        for f in files:
-            os.remove(f)
-        after += 1
-    return before, after
+    with FolderLock(root, "compact"):
+        listed = {name: _parts(root / name) for name in ("runs", "jobs", "segments")}
+        before = sum(len(files) for files in listed.values())
+        runs = read_table(root / "runs", files=listed["runs"])
+        latest = {}
+        if runs.num_rows:
+            latest = dict(zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist()))
+        after = 0
+        for name, files in listed.items():
+            if len(files) <= 1:
+                after += len(files)
+                continue
+            table = runs if name == "runs" else _not_superseded(read_table(root / name, latest_only=False, files=files), latest)
+            Store(root)._write_table(root / name, table)
+            for f in files:
+                os.remove(f)
+            after += 1
+        return before, after
+
+
+def _not_superseded(rows: pa.Table, latest: dict[str, Any]) -> pa.Table:
+    """The per-job rows (or segments) not superseded by a newer run of their cell (``latest``:
+    cell_id -> written_at of its newest stored run)."""
+    if not rows.num_rows:
+        return rows
+    keep = [
+        cell not in latest or written >= latest[cell]
+        for cell, written in zip(rows.column("cell_id").to_pylist(), rows.column("written_at").to_pylist())
+    ]
+    return rows.filter(pa.array(keep))

@@ -38,6 +38,7 @@ import yaml
 from tiersweep.cli import main
 from tiersweep.sweep.config import expand, load_sweep_config
 from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.folder_lock import LOCK_NAME
 from tiersweep.sweep.store import read_jobs, read_table
 
 #: The project root (the working directory of the ``tiersweep`` subprocesses).
@@ -80,10 +81,11 @@ def write_config(folder: Path, name: str, *, grid: dict[str, list[Any]] = GRID, 
 
 
 def files_of(root: Path) -> dict[str, tuple[int, int, str]]:
-    """Every file under ``root`` (relative path -> size, mtime in ns, SHA-256), but the manifest."""
+    """Every file under ``root`` (relative path -> size, mtime in ns, SHA-256), but the manifest
+    and the writers' lock (which says who held it last)."""
     out = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.name != "manifest.json":
+        if path.is_file() and path.name not in ("manifest.json", LOCK_NAME):
             stat = path.stat()
             out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
     return out

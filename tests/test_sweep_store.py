@@ -188,7 +188,8 @@ def test_every_file_holds_the_config_and_the_manifest_records_it(swept):
 
 def test_every_stored_file_is_a_complete_part_file(swept):
     names = sorted(p.name for p in swept["root"].iterdir())
-    assert names == ["jobs", "manifest.json", "runs", "segments"]  # no leftover temporary files
+    # No leftover temporary files; the writers' lock file stays (see sweep/folder_lock.py).
+    assert names == [".tiersweep.lock", "jobs", "manifest.json", "runs", "segments"]
     for folder in ("runs", "jobs", "segments"):
         files = parts(swept["root"] / folder)
         assert files

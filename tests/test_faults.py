@@ -1,0 +1,200 @@
+"""Fault injection: a full disk mid-batch, compaction racing a sweep, two drivers on one folder.
+
+Each test reproduces a reported way to lose or double data, then checks that every cell ends
+up stored exactly once with all its tables. The disk-full test mounts a small tmpfs (it needs
+root and a kernel that allows it; it is skipped with the reason otherwise).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tiersweep.sweep.config import load_sweep_config
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.folder_lock import FolderBusyError, FolderLock
+from tiersweep.sweep.store import compact, read_jobs, read_table
+from test_sweep_resume import (
+    BASE,
+    DEADLINE_SECONDS,
+    assert_store_readable_without_duplicates,
+    cleanup,
+    expected_ids,
+    output_of,
+    part_files,
+    raw_rows,
+    start_tiersweep,
+    wait_for_parts,
+    write_config,
+)
+
+
+# -- a full disk ---------------------------------------------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 160 KiB tmpfs at ``tmp_path / "disk"``, and a way to grow it: ``grow(kib)``."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip() or done.returncode}")
+
+    def grow(kib: int) -> None:
+        subprocess.run(["mount", "-o", f"remount,size={kib}k", str(mount)], check=True)
+
+    yield mount, grow
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, small_disk):
+    # Reported: the runs file was written before the jobs file; when the jobs write failed the
+    # cells counted as stored and a re-run never wrote their per-job records.
+    disk, grow = small_disk
+    config = load_sweep_config(write_config(tmp_path, "full", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE))
+    with pytest.raises(OSError):  # ENOSPC: the per-job records of a batch do not fit
+        run_sweep(config, disk, backend="serial", with_jobs=True, progress=False)
+    root = disk / "full"
+    runs = read_table(root / "runs")
+    jobs = read_jobs(root)
+    stored = set(runs.column("cell_id").to_pylist()) if runs.num_rows else set()
+    with_jobs = set(jobs.column("cell_id").to_pylist()) if jobs.num_rows else set()
+    assert stored <= with_jobs, f"cells stored without their per-job records: {sorted(stored - with_jobs)}"
+
+    grow(64 * 1024)
+    outcome = run_sweep(config, disk, backend="serial", with_jobs=True, progress=False)
+    assert outcome.failed == 0 and outcome.stored_before == len(stored)
+    runs = read_table(root / "runs").to_pandas()
+    jobs = read_jobs(root).to_pandas()
+    assert sorted(runs["cell_id"]) == sorted(c.cell_id for c in outcome.cells)
+    per_cell = jobs.groupby("cell_id").size()
+    for cell_id, count in zip(runs["cell_id"], runs["jobs"]):
+        assert per_cell.get(cell_id, 0) == count, f"cell {cell_id}: {per_cell.get(cell_id, 0)} job records for {count} jobs"
+
+
+# -- compaction ---------------------------------------------------------------------------------
+def test_compaction_during_a_sweep_is_refused_and_loses_nothing(tmp_path):
+    # Reported: compact deleted part files written between its read and its delete (48
+    # computed, 38 stored). Now the sweep holds the folder: compaction says so and waits for
+    # the user; afterwards it merges everything.
+    config = write_config(tmp_path, "race", seeds=4, base=BASE)
+    out = tmp_path / "out"
+    root, logs = out / "race", tmp_path / "logs"
+    proc = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "serial"], logs, batch_seconds=0.1)
+    try:
+        wait_for_parts(proc, root / "runs", 2, logs)
+        with pytest.raises(FolderBusyError, match=r"in use by `tiersweep sweep` \(pid \d+ on host "):
+            compact(root)
+        status = proc.wait(timeout=DEADLINE_SECONDS)
+    finally:
+        cleanup(proc)
+    assert status == 0, output_of(logs)[-3000:]
+    before = assert_store_readable_without_duplicates(root / "runs")
+    compact(root)
+    after = assert_store_readable_without_duplicates(root / "runs")
+    assert len(part_files(root / "runs")) == 1
+    assert sorted(after["cell_id"]) == sorted(before["cell_id"]) == sorted(expected_ids(config))
+
+
+def test_compaction_keeps_records_no_stored_run_claims_and_drops_superseded_ones(tmp_path):
+    # Per-job records of a batch whose runs file was never written (a full disk, or a batch
+    # still being written) are not compaction's to drop; records of a run a newer run of the
+    # same cell replaced are.
+    config = load_sweep_config(write_config(tmp_path, "keep", grid={"policy.name": ["easy"]}, seeds=2, base=BASE))
+    out = tmp_path / "out"
+    run_sweep(config, out, backend="serial", with_jobs=True, progress=False)
+    run_sweep(config, out, backend="serial", with_jobs=True, force=True, progress=False)  # supersedes the first
+    root = out / "keep"
+    orphan = read_table(root / "jobs", latest_only=False).to_pandas().head(5)
+    orphan["cell_id"] = "no-such-cell"
+    orphan_path = root / "jobs" / f"part-99991231T000000000000-{uuid.uuid4().hex[:8]}.parquet"
+    orphan.to_parquet(orphan_path, index=False)
+    visible = read_jobs(root).to_pandas()
+    compact(root)
+    kept = read_table(root / "jobs", latest_only=False).to_pandas()
+    assert (kept["cell_id"] == "no-such-cell").sum() == 5  # kept (and still invisible to readers)
+    assert len(kept) == len(visible) + 5  # the superseded first run's records are gone
+    pd.testing.assert_frame_equal(
+        read_jobs(root).to_pandas().sort_values(["cell_id", "job_id"]).reset_index(drop=True),
+        visible.sort_values(["cell_id", "job_id"]).reset_index(drop=True),
+    )
+
+
+# -- two drivers --------------------------------------------------------------------------------
+def test_a_second_driver_on_the_same_folder_is_refused_and_every_cell_is_stored_once(tmp_path):
+    # Reported: two drivers on one folder stored every cell twice (48 rows for 24 cells).
+    config = write_config(tmp_path, "twice", seeds=4, base=BASE)
+    out = tmp_path / "out"
+    root = out / "twice"
+    first = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "first", batch_seconds=0.1)
+    try:
+        wait_for_parts(first, root / "runs", 1, tmp_path / "first")
+        second = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "second")
+        try:
+            assert second.wait(timeout=DEADLINE_SECONDS) == 2
+        finally:
+            cleanup(second)
+        message = output_of(tmp_path / "second")
+        assert f"pid {first.pid} on host" in message and "Traceback" not in message, message[-2000:]
+        assert first.wait(timeout=DEADLINE_SECONDS) == 0, output_of(tmp_path / "first")[-3000:]
+    finally:
+        cleanup(first)
+    rows = raw_rows(root / "runs")
+    assert rows["cell_id"].is_unique and sorted(rows["cell_id"]) == sorted(expected_ids(config))
+
+
+def test_a_lock_left_by_a_killed_driver_is_not_stale(tmp_path):
+    # The lock is the operating system's: it goes with its holder, however the holder ends.
+    root = tmp_path / "folder"
+    holder = subprocess.Popen(
+        ["python", "-c", f"from tiersweep.sweep.folder_lock import FolderLock\nimport time\nwith FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"held"
+        with pytest.raises(FolderBusyError, match=f"pid {holder.pid}"):
+            FolderLock(root, "compact").__enter__()
+        holder.kill()
+        holder.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with FolderLock(root, "compact"):
+                    break
+            except FolderBusyError:
+                assert time.monotonic() < deadline, "the killed holder's lock outlived it"
+                time.sleep(0.05)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_compacted_folder_reads_the_same_with_pandas(tmp_path):
+    config = load_sweep_config(write_config(tmp_path, "same", seeds=2, base=BASE))
+    out = tmp_path / "out"
+    run_sweep(config, out, backend="serial", progress=False)
+    before = pd.read_parquet(out / "same" / "runs").sort_values("cell_id").reset_index(drop=True)
+    compact(out / "same")
+    after = pd.read_parquet(out / "same" / "runs").sort_values("cell_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(before, after)
+    assert Path(out / "same" / ".tiersweep.lock").exists()
+
+
+def test_a_full_disk_is_a_one_line_error_and_the_same_command_resumes(tmp_path, small_disk, capsys):
+    from tiersweep.cli import main
+
+    disk, grow = small_disk
+    config = write_config(tmp_path, "cli", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE)
+    command = ["sweep", str(config), "--out", str(disk), "--backend", "serial", "--jobs"]
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # after the progress bar
+    assert last.startswith("tiersweep: error: no space left on the device") and "Traceback" not in err
+    grow(64 * 1024)
+    assert main(command) == 0
+    rows = raw_rows(disk / "cli" / "runs")
+    assert rows["cell_id"].is_unique and sorted(rows["cell_id"]) == sorted(expected_ids(config))
