@@ -122,7 +122,7 @@ def write_report(root: str | Path, out: str | Path | None = None) -> Path:
             if cell_segments.empty:
                 continue
             policy = runs.loc[runs["cell_id"] == cell, by].iloc[0] if by else cell
-            nodes = int(runs.loc[runs["cell_id"] == cell, "platform.nodes"].iloc[0]) if "platform.nodes" in runs.columns else int(max(max(n) for n in cell_segments["nodes"]) + 1)
+            nodes = _machine_size(runs.loc[runs["cell_id"] == cell].iloc[0], cell_segments)
             gantt(cell_segments, figures_dir / f"gantt_{_slug(str(policy))}.png", title=f"{policy}: cell {cell}")
             figures.append((f"Gantt chart of {policy} (cell {cell}, first jobs)", figures_dir / f"gantt_{_slug(str(policy))}.png"))
             utilisation_over_time(cell_segments, nodes, figures_dir / f"occupancy_{_slug(str(policy))}.png", title=f"{policy}: VMs held over time")
@@ -132,6 +132,15 @@ def write_report(root: str | Path, out: str | Path | None = None) -> Path:
     page = out / "index.html"
     page.write_text(_html(root, runs, table, figures, page.parent), encoding="utf-8")
     return page
+
+
+def _machine_size(row: Any, segments: Any) -> int:
+    """The cell's node count: ``platform.nodes`` when the spec gave it, else (a trace's
+    ``MaxProcs`` resolved at run time, stored as missing) one past the highest node used."""
+    given = row.get("platform.nodes") if hasattr(row, "get") else None
+    if given is not None and given == given:  # not missing, not nan
+        return int(given)
+    return int(max(max(nodes) for nodes in segments["nodes"]) + 1)
 
 
 def _tuning_figures(root: Path, folder: Path) -> list[tuple[str, Path]]:

@@ -216,6 +216,21 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if problem is not None:
         fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, out["platform"]) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
+    workload = out["workload"]
+    if workload["model"] is not None and workload["params"]:
+        # The generator would refuse them only when the cell runs: refuse them now.
+        from .workloads.models import check_parameters
+
+        try:
+            check_parameters(
+                workload["model"],
+                workload["preset"],
+                workload["params"],
+                machine_size=platform_cls.job_capacity(out["platform"]),
+                max_size=workload["max_size"],
+            )
+        except (TypeError, ValueError) as error:  # SpecError is a ValueError too
+            raise SpecError(f"workload.params: {error}") from None
     return out
 
 

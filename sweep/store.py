@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from ..core.errors import SpecError
 from .folder_lock import FolderLock
 
 __all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types"]
@@ -83,6 +84,17 @@ def spec_column_types(specs: Iterable[Mapping[str, Any]]) -> dict[str, pa.DataTy
     return types
 
 
+def _type_name(kind: pa.DataType) -> str:
+    """A column type as a user reads it."""
+    if pa.types.is_boolean(kind):
+        return "true/false"
+    if pa.types.is_integer(kind):
+        return "integer"
+    if pa.types.is_floating(kind):
+        return "number"
+    return "text (or mixed)"
+
+
 def _to_text(value: Any) -> str | None:
     if value is None:
         return None
@@ -114,7 +126,13 @@ class Store:
         metric_names: Sequence[str],
         job_columns: Sequence[str],
     ) -> None:
-        """Create the folders and fix this sweep's schemas; record the manifest."""
+        """Create the folders and fix this sweep's schemas; record the manifest.
+
+        Raises:
+            SpecError: A spec column already stored with one type would now need another that
+                its stored rows cannot share (nothing has been run or written).
+        """
+        spec_types = self._stored_compatible(spec_types)
         for folder in (self.runs, self.jobs, self.segments):
             folder.mkdir(parents=True, exist_ok=True)
         fields = [pa.field(name, kind) for name, kind in _FIXED]
@@ -151,6 +169,33 @@ class Store:
             "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         }
         self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2, default=_json_default).encode())
+
+    def _stored_compatible(self, spec_types: Mapping[str, pa.DataType]) -> dict[str, pa.DataType]:
+        """``spec_types`` reconciled with the types the folder's rows already have, so that
+        every part file of a column shares one type (readers such as ``pandas.read_parquet``
+        of the folder fail on a column that is a number in one file and text in another).
+
+        A column stored as text takes any value (as text); a number column takes integers
+        into a float column; anything else is refused, naming the column and both types.
+        """
+        files = _parts(self.runs)
+        if not files:
+            return dict(spec_types)
+        stored = pq.read_schema(files[-1])
+        reconciled = dict(spec_types)
+        for name, wanted in spec_types.items():
+            if name not in stored.names:
+                continue
+            have = stored.field(name).type
+            if have == wanted or pa.types.is_string(have) or (pa.types.is_floating(have) and pa.types.is_integer(wanted)):
+                reconciled[name] = have
+                continue
+            raise SpecError(
+                f"{name}: {self.root} stores this column as {_type_name(have)}, but the grid now also "
+                f"has {_type_name(wanted)} values; a column keeps one type per results folder: run "
+                f"this grid into another folder (--out) or under another sweep name"
+            )
+        return reconciled
 
     def write(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
         """Write one batch: a jobs file and a segments file when any outcome carries them, then

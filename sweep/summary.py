@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .cells import Cell
+from .cells import Cell, flatten
 from .store import read_table
 
 __all__ = ["summary_frame", "format_summary"]
@@ -21,7 +21,10 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
     runs = table.to_pandas()
     ids = {c.cell_id for c in cells}
     runs = runs[runs["cell_id"].isin(ids)]
-    axes = list(dict.fromkeys(key for c in cells for key in c.point))
+    # An axis whose values are mappings (``workload.params: [{mean_gap: 100}, ...]``) is stored
+    # as one column per key (``workload.params.mean_gap``): group by those.
+    points = [flatten(c.point) for c in cells]
+    axes = list(dict.fromkeys(key for point in points for key in point))
     if not axes:
         runs = runs.assign(_all="all")
         axes = ["_all"]
@@ -34,7 +37,7 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
     grouped = runs[ok].groupby(axes, sort=False, dropna=False)[present].mean().reindex(counts.index)
     grouped.insert(0, "seeds", counts["_ok"].astype(int))
     grouped.insert(1, "failed", counts["_failed"].astype(int))
-    order = {tuple(str(c.point.get(a, "all")) for a in axes): i for i, c in reversed(list(enumerate(cells)))}
+    order = {tuple(str(point.get(a, "all")) for a in axes): i for i, point in reversed(list(enumerate(points)))}
     frame = grouped.reset_index()
     key = frame[axes].astype(str).apply(tuple, axis=1).map(order)
     return frame.assign(_order=key).sort_values("_order").drop(columns="_order").reset_index(drop=True)

@@ -198,3 +198,77 @@ def test_a_full_disk_is_a_one_line_error_and_the_same_command_resumes(tmp_path, 
     assert main(command) == 0
     rows = raw_rows(disk / "cli" / "runs")
     assert rows["cell_id"].is_unique and sorted(rows["cell_id"]) == sorted(expected_ids(config))
+
+
+# -- inputs that corrupted a folder or crashed a reader -----------------------------------------
+def _smcbf_config(tmp_path, values):
+    grid = {"policy.name": ["smcbf"], "policy.xfactor_threshold": values}
+    return load_sweep_config(write_config(tmp_path, f"mixed{len(values)}", grid=grid, seeds=1, base=BASE))
+
+
+def test_an_axis_extended_with_values_of_another_type_is_refused_before_anything_runs(tmp_path):
+    # Reported: [10] then [10, adaptive] stored the new cell as text beside the old numbers, and
+    # every later sweep, compact and pandas.read_parquet of the folder failed (ArrowTypeError).
+    from tiersweep.core.errors import SpecError
+
+    out = tmp_path / "out"
+    first = _smcbf_config(tmp_path, [10])
+    run_sweep(first, out, backend="serial", progress=False)
+    root = out / first.name
+    files = sorted(p.name for p in (root / "runs").iterdir())
+    wider = load_sweep_config(
+        write_config(tmp_path, first.name, grid={"policy.name": ["smcbf"], "policy.xfactor_threshold": [10, "adaptive"]}, seeds=1, base=BASE)
+    )
+    with pytest.raises(SpecError, match=r"policy.xfactor_threshold: .* stores this column as number, but the grid now also has text"):
+        run_sweep(wider, out, backend="serial", progress=False)
+    assert sorted(p.name for p in (root / "runs").iterdir()) == files  # nothing ran, nothing written
+    assert len(pd.read_parquet(root / "runs")) == 1
+    compact(root)
+
+
+def test_a_text_column_takes_numbers_later_and_every_reader_accepts_the_folder(tmp_path):
+    out = tmp_path / "out"
+    name = "text"
+    grid = {"policy.name": ["smcbf"], "policy.xfactor_threshold": ["adaptive"]}
+    run_sweep(load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)), out, backend="serial", progress=False)
+    grid["policy.xfactor_threshold"] = ["adaptive", 10]
+    outcome = run_sweep(load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)), out, backend="serial", progress=False)
+    assert (outcome.computed, outcome.stored_before) == (1, 1)
+    frame = pd.read_parquet(out / name / "runs")
+    assert sorted(frame["policy.xfactor_threshold"]) == ["10.0", "adaptive"]  # as validated (a number)
+    compact(out / name)
+    assert len(pd.read_parquet(out / name / "runs")) == 2
+
+
+def test_an_axis_of_mappings_gets_a_summary_row_per_value(tmp_path):
+    # Reported: workload.params: [{mean_gap: 100}, ...] ran, then the summary raised KeyError.
+    from tiersweep.sweep.summary import summary_frame
+
+    base = {"workload": {"model": "feitelson96", "jobs": 300}, "platform": {"nodes": 64}}
+    grid = {"workload.params": [{"mean_gap": 100}, {"mean_gap": 200}], "policy.name": ["easy"]}
+    config = load_sweep_config(write_config(tmp_path, "maps", grid=grid, seeds=1, base=base))
+    outcome = run_sweep(config, tmp_path / "out", backend="serial", progress=False)
+    frame = summary_frame(outcome.cells, str(tmp_path / "out" / "maps" / "runs"), ["mean_wait"])
+    assert frame["workload.params.mean_gap"].tolist() == [100, 200] and frame["seeds"].tolist() == [1, 1]
+
+
+def test_bad_model_parameters_are_refused_before_anything_runs(tmp_path):
+    from tiersweep.core.errors import SpecError
+
+    base = {"workload": {"model": "lublin03", "jobs": 300}, "platform": {"nodes": 64}}
+    grid = {"workload.params": [{"no_such": 1}], "policy.name": ["easy"]}
+    config = load_sweep_config(write_config(tmp_path, "badparams", grid=grid, seeds=1, base=base))
+    with pytest.raises(SpecError, match=r"workload.params: lublin03: unknown parameter 'no_such'"):
+        run_sweep(config, tmp_path / "out", backend="serial", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_report_of_a_trace_sweep_with_per_job_records_needs_no_node_count(tmp_path, kth_path):
+    # Reported: int(NaN) when platform.nodes came from the trace header.
+    from tiersweep.analysis.report import write_report
+
+    base = {"workload": {"trace": str(kth_path), "jobs": 200}}
+    config = load_sweep_config(write_config(tmp_path, "tracejobs", grid={"policy.name": ["easy", "fcfs"]}, seeds=1, base=base))
+    run_sweep(config, tmp_path / "out", backend="serial", with_jobs=True, progress=False)
+    page = write_report(tmp_path / "out" / "tracejobs", tmp_path / "report")
+    assert page.exists() and "occupancy_" in page.read_text()

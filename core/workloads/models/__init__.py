@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["ModelOutput", "MODEL_NAMES", "model_module", "generate"]
+__all__ = ["ModelOutput", "MODEL_NAMES", "model_module", "generate", "check_parameters"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,12 @@ def generate(
         max_size=max_size,
         **overrides,
     )
+
+
+def check_parameters(
+    model: str, preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
+) -> None:
+    """Raise ValueError (or SpecError) if ``overrides`` are not valid parameters of ``model``'s
+    ``preset`` (on a machine of ``machine_size`` nodes, if known): the check a generator makes,
+    made before anything runs."""
+    model_module(model).check_parameters(preset, overrides, machine_size=machine_size, max_size=max_size)

@@ -241,6 +241,12 @@ def _size_bound(p: ParamSet) -> int:
     return math.floor(2.0**p.uhi + 0.5)
 
 
+def check_parameters(preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None) -> None:
+    """Raise SpecError if ``overrides`` of ``preset`` are not valid parameters for this machine
+    (before any job is generated)."""
+    _resolve(preset, machine_size, max_size, overrides)
+
+
 def _resolve(preset: str, machine_size: int, max_size: int | None, overrides: Mapping[str, Any]) -> _Config:
     if preset not in PRESETS:
         raise SpecError(f"{NAME}: unknown preset {preset!r}; valid choices: {', '.join(PRESETS)}")
