@@ -206,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tiersweep`` console script (``argv`` None: the process's own
     arguments, and the process exits when this returns)."""
+    if argv is None:
+        _terminate_like_interrupt()
     status = _main(argv)
     if argv is None:
         # The process ends next, and its last act would be a full collection walking every
@@ -215,6 +217,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         gc.freeze()
     return status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is (a sweep stops its workers and keeps what it stored)."""
+
+
+def _terminate_like_interrupt() -> None:
+    """Turn SIGTERM into :class:`Terminated` for the program's own process (the default would
+    end it on the spot, leaving its workers and, with Ray, a stack dump)."""
+    import signal
+
+    def terminated(number: int, frame: object) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -296,6 +313,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except TiersweepError as error:
         print(f"tiersweep: error: {error}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("tiersweep: terminated", file=sys.stderr)
+        return 143  # 128 + SIGTERM, as a shell reports it
     except KeyboardInterrupt:
         print("tiersweep: interrupted", file=sys.stderr)
         return 130

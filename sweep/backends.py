@@ -78,11 +78,31 @@ class SerialBackend(Backend):
 
 
 def _ignore_interrupts() -> None:
-    """Pool workers leave Ctrl-C to the driver: an interrupt inside multiprocessing's queue
-    code can leave a lock held and hang the pool's shutdown."""
+    """Pool workers leave Ctrl-C to the driver (an interrupt inside multiprocessing's queue
+    code can leave a lock held and hang the pool's shutdown), and die with it: a driver killed
+    outright (SIGKILL, the OOM killer) cannot stop its pool, and its workers would live on."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGKILL when its parent exits (``PR_SET_PDEATHSIG``); a
+    no-op elsewhere."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the request: follow it now
+        os._exit(1)
 
 
 class ProcessBackend(Backend):

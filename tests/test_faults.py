@@ -7,6 +7,7 @@ root and a kernel that allows it; it is skipped with the reason otherwise).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
@@ -272,3 +273,65 @@ def test_the_report_of_a_trace_sweep_with_per_job_records_needs_no_node_count(tm
     run_sweep(config, tmp_path / "out", backend="serial", with_jobs=True, progress=False)
     page = write_report(tmp_path / "out" / "tracejobs", tmp_path / "report")
     assert page.exists() and "occupancy_" in page.read_text()
+
+
+# -- the driver stopped by a signal -------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; only its entry waits for its parent
+
+
+def _group_members(leader: int) -> list[int]:
+    """The live processes of ``leader``'s process group, the leader left out."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != leader:
+            try:
+                if os.getpgid(int(entry.name)) == leader and _alive(int(entry.name)):
+                    members.append(int(entry.name))
+            except OSError:
+                pass
+    return sorted(members)
+
+
+def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [pid for pid in pids if _alive(pid)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if _alive(pid)]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tmp_path, how):
+    import signal
+
+    config = write_config(tmp_path, "stop", seeds=4, base=BASE)
+    out = tmp_path / "out"
+    logs = tmp_path / "logs"
+    proc = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "process"], logs, batch_seconds=0.25)
+    try:
+        wait_for_parts(proc, out / "stop" / "runs", 1, logs)
+        workers = _group_members(proc.pid)  # pool workers and multiprocessing's resource tracker
+        assert len(workers) >= 2, "no pool worker found"
+        proc.send_signal(getattr(signal, how))  # the driver only, as a process manager would
+        status = proc.wait(timeout=DEADLINE_SECONDS)
+        left = _wait_gone(workers)
+    finally:
+        cleanup(proc)
+    assert not left, f"workers outlived their driver: {left}"
+    output = output_of(logs)
+    if how == "SIGTERM":
+        assert status == 143, output[-3000:]
+        assert "Traceback" not in output and output.strip().endswith("tiersweep: terminated"), output[-3000:]
+    # Whatever was stored is whole, and the same command finishes the sweep.
+    assert_store_readable_without_duplicates(out / "stop" / "runs")
+    again = run_sweep(load_sweep_config(config), out, backend="serial", progress=False)
+    assert again.failed == 0
+    rows = raw_rows(out / "stop" / "runs")
+    assert rows["cell_id"].is_unique and sorted(rows["cell_id"]) == sorted(expected_ids(config))
