@@ -223,12 +223,18 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is (a sweep stops its workers and keeps what it stored)."""
 
 
+#: Set when SIGTERM arrived (a library waiting in C code may re-raise the interrupt as a plain
+#: KeyboardInterrupt, so the exception's class alone does not say which signal it was).
+_TERMINATED: list[bool] = []
+
+
 def _terminate_like_interrupt() -> None:
     """Turn SIGTERM into :class:`Terminated` for the program's own process (the default would
     end it on the spot, leaving its workers and, with Ray, a stack dump)."""
     import signal
 
     def terminated(number: int, frame: object) -> None:
+        _TERMINATED.append(True)
         raise Terminated()
 
     signal.signal(signal.SIGTERM, terminated)
@@ -313,10 +319,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except TiersweepError as error:
         print(f"tiersweep: error: {error}", file=sys.stderr)
         return 2
-    except Terminated:
-        print("tiersweep: terminated", file=sys.stderr)
-        return 143  # 128 + SIGTERM, as a shell reports it
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
+        if isinstance(interrupt, Terminated) or _TERMINATED:
+            print("tiersweep: terminated", file=sys.stderr)
+            return 143  # 128 + SIGTERM, as a shell reports it
         print("tiersweep: interrupted", file=sys.stderr)
         return 130
     except OSError as error:

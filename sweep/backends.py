@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
+from .reaper import descendants, start_reaper
 
 __all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
 
@@ -224,6 +225,13 @@ class RayBackend(Backend):
                 )
             else:
                 options["address"] = address
+            import signal
+            import threading
+
+            # ray.init replaces the SIGTERM handler (with one that dumps a C++ stack and exits
+            # without stopping the sweep): keep the command line's, which stops it like Ctrl-C.
+            main_thread = threading.current_thread() is threading.main_thread()
+            on_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
             try:
                 ray.init(**options)
             except ConnectionError as error:
@@ -232,6 +240,11 @@ class RayBackend(Backend):
                     "cluster uses token authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
                     "(or RAY_AUTH_TOKEN_PATH) to its token (`ray get-auth-token` on the head node)."
                 ) from None
+            finally:
+                if on_sigterm is not None:
+                    signal.signal(signal.SIGTERM, on_sigterm)
+        # The local cluster's processes must not outlive this driver, however it ends.
+        self._reaper = start_reaper(descendants()) if self._started_here else None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_batch)
         self._refs: dict[Any, tuple[int, Tasks]] = {}
