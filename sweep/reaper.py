@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["start_reaper", "descendants"]
+__all__ = ["start_reaper", "descendants", "start_time"]
 
 _REAPER = r"""
 import os, signal, sys, time
@@ -39,7 +39,7 @@ for pid, start in targets:
 """
 
 
-def _start_time(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
@@ -67,7 +67,7 @@ def descendants(root: int | None = None) -> list[tuple[int, int]]:
         for pid, ppid in parents.items():
             if ppid == parent:
                 frontier.append(pid)
-                start = _start_time(pid)
+                start = start_time(pid)
                 if start is not None:
                     found.append((pid, start))
     return found

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
 from .driver import result_columns
+from .folder_lock import FolderLock
+from .reaper import start_time
 from .runner import CellRunner
 from .store import Store, read_table, spec_column_types
 from .tune_config import TuneConfig, _corners, trial_spec
@@ -206,11 +209,30 @@ def run_tuning(
     storage: str | None = None,
     progress: bool = True,
 ) -> TuneOutcome:
-    """Run (or continue) the study of ``config`` until it has ``trials`` finished trials."""
+    """Run (or continue) the study of ``config`` until it has ``trials`` finished trials.
+
+    One tuner per results folder (a second one is refused, naming the first: see
+    :mod:`tiersweep.sweep.folder_lock`); a trial another live tuner is running (one that
+    shares the study's storage from another folder) is left to it.
+    """
+    root = Path(out) / config.name
+    with FolderLock(root, "tune"):
+        return _tune_locked(config, root, backend, address, trials, storage, progress)
+
+
+def _tune_locked(
+    config: TuneConfig,
+    root: Path,
+    backend: str,
+    address: str | None,
+    trials: int | None,
+    storage: str | None,
+    progress: bool,
+) -> TuneOutcome:
+    """:func:`run_tuning` holding the folder's lock."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    root = Path(out) / config.name
     root.mkdir(parents=True, exist_ok=True)
     url = storage_url(config, root, storage)
     directions = config.directions
@@ -248,9 +270,14 @@ def run_tuning(
     runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
     finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
     done = sum(t.state in finished_states for t in study.trials)
-    # Trials left running by an interrupted run are evaluated now, under their own numbers.
+    # Trials left running by an interrupted run are evaluated now, under their own numbers;
+    # only those whose tuner is gone (another live tuner is still running its own).
+    owner = _owner()
     for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if not _owner_gone(frozen.user_attrs.get(OWNER)):
+            continue
         trial = optuna.trial.Trial(study, frozen._trial_id)
+        trial.set_user_attr(OWNER, owner)
         runner.submit(state.add(trial, state.cells(frozen.params)))
     parallel = config.parallel
     bar = None
@@ -264,6 +291,7 @@ def run_tuning(
                 limit = parallel or (runner.workers if backend != "serial" else 1)
                 while done + len(state.pending) < target and len(state.pending) < limit:
                     trial = study.ask(distributions)
+                    trial.set_user_attr(OWNER, owner)
                     runner.submit(state.add(trial, state.cells(trial.params)))
                 for trial, rows in state.ready():
                     values, attrs = _evaluate(config, rows)
@@ -296,6 +324,27 @@ def run_tuning(
     outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root)
     outcome.files["trials"] = write_trials(study, config, root)
     return outcome
+
+
+#: The trial attribute naming the tuner process that runs it: ``host:pid:start time``.
+OWNER = "tiersweep.owner"
+
+
+def _owner() -> str:
+    """This process as a trial owner."""
+    return f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
+
+
+def _owner_gone(owner: str | None) -> bool:
+    """Whether the tuner that owns a RUNNING trial has exited (so that its trial was left
+    behind). A trial without an owner predates owners and counts as left behind; a trial of
+    another host cannot be checked and counts as still running."""
+    if not owner:
+        return True
+    host, pid, start = owner.rsplit(":", 2)
+    if host != socket.gethostname():
+        return False
+    return str(start_time(int(pid))) != start
 
 
 def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:

@@ -340,3 +340,63 @@ def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tm
     assert again.failed == 0
     rows = raw_rows(out / "stop" / "runs")
     assert rows["cell_id"].is_unique and sorted(rows["cell_id"]) == sorted(expected_ids(config))
+
+
+# -- two tuners ---------------------------------------------------------------------------------
+def _tune_raw(name: str, trials: int) -> dict:
+    return {
+        "name": name,
+        "base": {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
+        "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
+        "objective": {"mean_bsld": "minimize"},
+        "seeds": 1,
+        "trials": trials,
+        "sampler": {"name": "tpe", "seed": 0},
+    }
+
+
+def test_a_second_tuner_on_the_same_study_folder_is_refused(tmp_path):
+    # Reported: two tuners on one study adopted each other's running trials, mixed parameters
+    # and objectives, crashed, and ran 22 trials for a target of 12.
+    from sweep_helpers import write_yaml
+
+    config = write_yaml(tmp_path / "tune.yaml", _tune_raw("two", 40))
+    out = tmp_path / "out"
+    holder = FolderLock(out / "two", "tune").__enter__()  # as a running tuner holds it
+    try:
+        second = start_tiersweep(["tune", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "second")
+        try:
+            assert second.wait(timeout=DEADLINE_SECONDS) == 2
+        finally:
+            cleanup(second)
+    finally:
+        holder.__exit__(None, None, None)
+    message = output_of(tmp_path / "second")
+    assert f"in use by `tiersweep tune` (pid {os.getpid()} on host" in message and "Traceback" not in message, message[-2000:]
+
+
+def test_a_running_trial_is_adopted_only_once_its_tuner_is_gone(tmp_path):
+    import optuna
+
+    from tiersweep.sweep.tune import OWNER, run_tuning
+    from tiersweep.sweep.tune_config import parse_tune_config
+    from tiersweep.sweep.reaper import start_time
+
+    out = tmp_path / "out"
+    first = run_tuning(parse_tune_config(_tune_raw("own", 2)), out, backend="serial", progress=False)
+    study = first.study
+    other = subprocess.Popen(["sleep", "60"])  # stands for another live tuner on this host
+    try:
+        orphan = study.ask({"policy.bg_threshold": optuna.distributions.FloatDistribution(0.5, 1.0)})
+        orphan.set_user_attr(OWNER, f"{os.uname().nodename}:{other.pid}:{start_time(other.pid)}")
+        second = run_tuning(parse_tune_config(_tune_raw("own", 3)), out, backend="serial", progress=False)
+        states = {t.number: t.state.name for t in second.study.trials}
+        assert states[orphan.number] == "RUNNING"  # its tuner is alive: left to it
+        assert sum(s == "COMPLETE" for s in states.values()) == 3
+    finally:
+        other.kill()
+        other.wait()
+    third = run_tuning(parse_tune_config(_tune_raw("own", 4)), out, backend="serial", progress=False)
+    states = {t.number: t.state.name for t in third.study.trials}
+    assert states[orphan.number] == "COMPLETE"  # its tuner is gone: evaluated under its own number
+    assert sum(s == "COMPLETE" for s in states.values()) == 4 and len(states) == 4
