@@ -117,67 +117,51 @@ def run_sweep(
         on_batch: Called with the number of cells stored so far after each batch (for tests).
     """
     cells = expand(config)  # every cell validated before anything is written, the lock included
+    # Planned under the folder's lock, so that no other writer stores a cell between this one
+    # reading what is stored and writing what is not.
     with FolderLock(Path(out) / config.name, "sweep"):
-        return _run_locked(config, cells, out, backend, address, with_jobs, force, retry_failed, max_cells, progress, on_batch)
+        started = time.perf_counter()
+        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells)
+        stored_before = len(cells) - len(todo)
+        if max_cells is not None:
+            todo = todo[:max_cells]
+        _prepare(store, config, cells)
+        bar = _progress(len(todo), progress) if todo else None
+        failures = 0
 
+        def advance(outcomes: list[dict[str, Any]]) -> None:
+            nonlocal failures
+            failures += sum(o["row"]["status"] != "ok" for o in outcomes)
+            if bar is not None:
+                bar.update(len(outcomes))
+                bar.set_postfix(failed=failures, refresh=False)
+            if on_batch is not None:
+                on_batch(runner.computed)
 
-def _run_locked(
-    config: SweepConfig,
-    cells: list[Cell],
-    out: str | Path,
-    backend: str,
-    address: str | None,
-    with_jobs: bool,
-    force: bool,
-    retry_failed: bool,
-    max_cells: int | None,
-    progress: bool,
-    on_batch: Callable[[int], None] | None,
-) -> SweepOutcome:
-    """:func:`run_sweep`, holding the folder's lock (planned under it, so that no other writer
-    stores a cell between this one reading what is stored and writing what is not)."""
-    started = time.perf_counter()
-    cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells)
-    stored_before = len(cells) - len(todo)
-    if max_cells is not None:
-        todo = todo[:max_cells]
-    _prepare(store, config, cells)
-    bar = _progress(len(todo), progress) if todo else None
-    failures = 0
-
-    def advance(outcomes: list[dict[str, Any]]) -> None:
-        nonlocal failures
-        failures += sum(o["row"]["status"] != "ok" for o in outcomes)
-        if bar is not None:
-            bar.update(len(outcomes))
-            bar.set_postfix(failed=failures, refresh=False)
-        if on_batch is not None:
-            on_batch(runner.computed)
-
-    runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
-    try:
-        with runner:
-            runner.submit(todo)
-            while runner.busy:
-                runner.step()
-    finally:
-        if bar is not None:
-            bar.close()
-    stored = store.stored_ids()
-    failed = sum(1 for c in cells if stored.get(c.cell_id) == "failed")
-    elapsed = time.perf_counter() - started
-    driver = elapsed - runner.waited_seconds - runner.startup_seconds
-    return SweepOutcome(
-        cells,
-        stored_before,
-        runner.computed,
-        failed,
-        elapsed,
-        driver,
-        store.root,
-        backend,
-        {"startup_seconds": runner.startup_seconds},
-    )
+        runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
+        try:
+            with runner:
+                runner.submit(todo)
+                while runner.busy:
+                    runner.step()
+        finally:
+            if bar is not None:
+                bar.close()
+        stored = store.stored_ids()
+        failed = sum(1 for c in cells if stored.get(c.cell_id) == "failed")
+        elapsed = time.perf_counter() - started
+        driver = elapsed - runner.waited_seconds - runner.startup_seconds
+        return SweepOutcome(
+            cells,
+            stored_before,
+            runner.computed,
+            failed,
+            elapsed,
+            driver,
+            store.root,
+            backend,
+            {"startup_seconds": runner.startup_seconds},
+        )
 
 
 def _progress(total: int, enabled: bool) -> Any:
