@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from ..core.errors import SpecError
+from ..core.errors import SpecError, TiersweepError
 from .folder_lock import FolderLock
 
 __all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types"]
@@ -326,6 +326,8 @@ def compact(root: str | Path) -> tuple[int, int]:
     run claims (a batch still being written, or one a full disk interrupted) are kept.
     """
     root = Path(root)
+    if not (root / "runs").is_dir():
+        raise TiersweepError(f"{root}: not a sweep's results folder (it has no runs/ folder)")
     with FolderLock(root, "compact"):
         listed = {name: _parts(root / name) for name in ("runs", "jobs", "segments")}
         before = sum(len(files) for files in listed.values())

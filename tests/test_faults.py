@@ -400,3 +400,12 @@ def test_a_running_trial_is_adopted_only_once_its_tuner_is_gone(tmp_path):
     states = {t.number: t.state.name for t in third.study.trials}
     assert states[orphan.number] == "COMPLETE"  # its tuner is gone: evaluated under its own number
     assert sum(s == "COMPLETE" for s in states.values()) == 4 and len(states) == 4
+
+
+def test_compacting_a_folder_that_is_not_a_sweep_is_an_error_and_creates_nothing(tmp_path, capsys):
+    from tiersweep.cli import main
+
+    missing = tmp_path / "no" / "such"
+    assert main(["compact", str(missing)]) == 2
+    assert "not a sweep's results folder" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
