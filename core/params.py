@@ -85,16 +85,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def is_whole(value: Any) -> bool:
+    """Whether ``value`` is a finite number with no fractional part (not a bool; ``.inf``
+    and ``.nan`` are not whole)."""
+    return _is_number(value) and math.isfinite(value) and value == int(value)
+
+
 def positive_int(value: Any) -> int:
     """An integer >= 1 (floats with no fractional part are accepted)."""
-    if _is_number(value) and value == int(value) and value >= 1:
+    if is_whole(value) and value >= 1:
         return int(value)
     raise ValueError(f"expected a positive integer, got {value!r}")
 
 
 def non_negative_int(value: Any) -> int:
     """An integer >= 0."""
-    if _is_number(value) and value == int(value) and value >= 0:
+    if is_whole(value) and value >= 0:
         return int(value)
     raise ValueError(f"expected a non-negative integer, got {value!r}")
 

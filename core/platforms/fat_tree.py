@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..params import Param, number_at_least, positive_int
+from ..params import Param, is_whole, number_at_least, positive_int
 from ..capabilities import EMBEDDING, TIME_TRACKING
 from .base import BasePlatform
 
@@ -343,7 +343,7 @@ class FatTreeState:
 
 
 def _even_k(value: object) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and value >= 2:
+    if is_whole(value) and value >= 2:
         if int(value) % 2 == 0:
             return int(value)
     raise ValueError(f"expected an even integer >= 2, got {value!r}")

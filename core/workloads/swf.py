@@ -15,6 +15,7 @@ import io
 import math
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -87,10 +88,22 @@ def header_int(header: Mapping[str, str], *keys: str) -> int | None:
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    with open(path, "rb") as handle:
-        raw = handle.read()
+    """The file's bytes, decompressed if it is gzip; a file that cannot be read or
+    decompressed is a TraceFormatError naming it and saying why."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except IsADirectoryError:
+        raise TraceFormatError(f"{path}: is a folder, not an SWF file") from None
+    except OSError as error:
+        raise TraceFormatError(f"{path}: cannot be read ({error.strerror or error})") from None
     if raw[:2] == _GZIP_MAGIC:
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except EOFError:
+            raise TraceFormatError(f"{path}: the gzip data is truncated (it ends before its end marker); download or copy the file again") from None
+        except (gzip.BadGzipFile, zlib.error) as error:
+            raise TraceFormatError(f"{path}: corrupt gzip data ({error}); download or copy the file again") from None
     return raw
 
 
