@@ -95,6 +95,8 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
             raw = handle.read()
     except IsADirectoryError:
         raise TraceFormatError(f"{path}: is a folder, not an SWF file") from None
+    except FileNotFoundError:
+        raise  # documented: the callers say which spec key named the missing file
     except OSError as error:
         raise TraceFormatError(f"{path}: cannot be read ({error.strerror or error})") from None
     if raw[:2] == _GZIP_MAGIC:
