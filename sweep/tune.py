@@ -217,113 +217,100 @@ def run_tuning(
     """
     root = Path(out) / config.name
     with FolderLock(root, "tune"):
-        return _tune_locked(config, root, backend, address, trials, storage, progress)
+        import optuna
 
-
-def _tune_locked(
-    config: TuneConfig,
-    root: Path,
-    backend: str,
-    address: str | None,
-    trials: int | None,
-    storage: str | None,
-    progress: bool,
-) -> TuneOutcome:
-    """:func:`run_tuning` holding the folder's lock."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    root.mkdir(parents=True, exist_ok=True)
-    url = storage_url(config, root, storage)
-    directions = config.directions
-    try:
-        existing = 0
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        root.mkdir(parents=True, exist_ok=True)
+        url = storage_url(config, root, storage)
+        directions = config.directions
         try:
-            existing = len(optuna.load_study(study_name=config.study_name, storage=make_storage(url)).trials)
-        except KeyError:
-            pass  # a new study
-        study = optuna.create_study(
-            study_name=config.study_name,
-            storage=make_storage(url),
-            sampler=_sampler(config, existing),
-            directions=directions,
-            load_if_exists=True,
-        )
-    except ValueError as error:
-        raise TiersweepError(f"study {config.study_name!r} in {url}: {error}") from None
-    if [d.name.lower() for d in study.directions] != directions:
-        raise TiersweepError(
-            f"study {config.study_name!r} in {url} optimises {[d.name.lower() for d in study.directions]}, "
-            f"this config {directions}: use another study name"
-        )
-    store = Store(root)
-    _prepare_store(store, config)  # only once the study is known to fit the config
-    known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
-    target = trials or config.trials
-    if config.sampler == "grid":
-        target = min(target, _grid_size(config))
-    distributions = {p.key: p.distribution() for p in config.params}
-    defaults = _defaults(config)
-    if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
-        study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
-    state = _Trials(config, known)
-    runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
-    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
-    done = sum(t.state in finished_states for t in study.trials)
-    # Trials left running by an interrupted run are evaluated now, under their own numbers;
-    # only those whose tuner is gone (another live tuner is still running its own).
-    owner = _owner()
-    for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if not _owner_gone(frozen.user_attrs.get(OWNER)):
-            continue
-        trial = optuna.trial.Trial(study, frozen._trial_id)
-        trial.set_user_attr(OWNER, owner)
-        runner.submit(state.add(trial, state.cells(frozen.params)))
-    parallel = config.parallel
-    bar = None
-    if progress and target > done:
-        from tqdm import tqdm
+            existing = 0
+            try:
+                existing = len(optuna.load_study(study_name=config.study_name, storage=make_storage(url)).trials)
+            except KeyError:
+                pass  # a new study
+            study = optuna.create_study(
+                study_name=config.study_name,
+                storage=make_storage(url),
+                sampler=_sampler(config, existing),
+                directions=directions,
+                load_if_exists=True,
+            )
+        except ValueError as error:
+            raise TiersweepError(f"study {config.study_name!r} in {url}: {error}") from None
+        if [d.name.lower() for d in study.directions] != directions:
+            raise TiersweepError(
+                f"study {config.study_name!r} in {url} optimises {[d.name.lower() for d in study.directions]}, "
+                f"this config {directions}: use another study name"
+            )
+        store = Store(root)
+        _prepare_store(store, config)  # only once the study is known to fit the config
+        known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
+        target = trials or config.trials
+        if config.sampler == "grid":
+            target = min(target, _grid_size(config))
+        distributions = {p.key: p.distribution() for p in config.params}
+        defaults = _defaults(config)
+        if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
+            study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
+        state = _Trials(config, known)
+        runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
+        finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+        done = sum(t.state in finished_states for t in study.trials)
+        # Trials left running by an interrupted run are evaluated now, under their own numbers;
+        # only those whose tuner is gone (another live tuner is still running its own).
+        owner = _owner()
+        for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            if not _owner_gone(frozen.user_attrs.get(OWNER)):
+                continue
+            trial = optuna.trial.Trial(study, frozen._trial_id)
+            trial.set_user_attr(OWNER, owner)
+            runner.submit(state.add(trial, state.cells(frozen.params)))
+        parallel = config.parallel
+        bar = None
+        if progress and target > done:
+            from tqdm import tqdm
 
-        bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
-    try:
-        with runner:
-            while done + len(state.pending) < target or state.pending:
-                limit = parallel or (runner.workers if backend != "serial" else 1)
-                while done + len(state.pending) < target and len(state.pending) < limit:
-                    trial = study.ask(distributions)
-                    trial.set_user_attr(OWNER, owner)
-                    runner.submit(state.add(trial, state.cells(trial.params)))
-                for trial, rows in state.ready():
-                    values, attrs = _evaluate(config, rows)
-                    for key, value in attrs.items():
-                        trial.set_user_attr(key, value)
-                    if values is None:
-                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                    else:
-                        study.tell(trial, values if len(values) > 1 else values[0])
-                    done += 1
-                    if bar is not None:
-                        bar.update(1)
-                if state.pending and runner.busy:
+            bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
+        try:
+            with runner:
+                while done + len(state.pending) < target or state.pending:
+                    limit = parallel or (runner.workers if backend != "serial" else 1)
+                    while done + len(state.pending) < target and len(state.pending) < limit:
+                        trial = study.ask(distributions)
+                        trial.set_user_attr(OWNER, owner)
+                        runner.submit(state.add(trial, state.cells(trial.params)))
+                    for trial, rows in state.ready():
+                        values, attrs = _evaluate(config, rows)
+                        for key, value in attrs.items():
+                            trial.set_user_attr(key, value)
+                        if values is None:
+                            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                        else:
+                            study.tell(trial, values if len(values) > 1 else values[0])
+                        done += 1
+                        if bar is not None:
+                            bar.update(1)
+                    if state.pending and runner.busy:
+                        runner.step()
+                baseline_cells = state.cells(defaults)
+                runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
+                while runner.busy:
                     runner.step()
-            baseline_cells = state.cells(defaults)
-            runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
-            while runner.busy:
-                runner.step()
-    finally:
-        if bar is not None:
-            bar.close()
-    values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
-    baseline = {}
-    for i, (metric, _) in enumerate(config.objectives):
-        samples = [float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"]
-        mean = values[i] if values is not None else math.nan
-        baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    best = (study.best_trials if len(directions) > 1 else [study.best_trial]) if complete else []
-    outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root)
-    outcome.files["trials"] = write_trials(study, config, root)
-    return outcome
+        finally:
+            if bar is not None:
+                bar.close()
+        values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
+        baseline = {}
+        for i, (metric, _) in enumerate(config.objectives):
+            samples = [float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"]
+            mean = values[i] if values is not None else math.nan
+            baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
+        complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        best = (study.best_trials if len(directions) > 1 else [study.best_trial]) if complete else []
+        outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root)
+        outcome.files["trials"] = write_trials(study, config, root)
+        return outcome
 
 
 #: The trial attribute naming the tuner process that runs it: ``host:pid:start time``.

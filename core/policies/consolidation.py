@@ -436,8 +436,8 @@ class NodeVms(ResourceModel):
                     break
 
     def _dispatch_background(self, job: Job, tier: int) -> Iterator[Decision]:
-        # Nodes by the estimated load of the tiers above, ascending; ties by node id.
-        self._fresh()
+        # Nodes by the estimated load of the tiers above, ascending; ties by node id (the
+        # background phase has brought the index up to date).
         placement = self._place(job, self._eligible[tier].smallest(job.size))
         yield from self._evictions(job, tier, placement)
         yield Start(job, tier, placement)
