@@ -120,6 +120,7 @@ class ProcessBackend(Backend):
         self._pool = self._new_pool()
         self._futures: dict[Future, tuple[int, Tasks, bool]] = {}
         self._tries: dict[int, int] = {}
+        self._cancelled = False
 
     def _new_pool(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -185,9 +186,12 @@ class ProcessBackend(Backend):
         for process in list(getattr(self._pool, "_processes", {}).values()):
             process.terminate()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._cancelled = True
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        # After a cancel the workers are gone: waiting for the pool's helper threads could block
+        # on a pipe no worker reads any more (seen once, under load, as a hung Ctrl-C).
+        self._pool.shutdown(wait=not self._cancelled, cancel_futures=True)
 
 
 class RayBackend(Backend):
