@@ -8,10 +8,35 @@ need them, so ``tiersweep run`` starts as fast as numpy allows.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "whole_number", "plain_number"]
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argument type: a whole number of at least ``minimum``, in ASCII digits.
+
+    Python's ``int`` also takes ``1_000`` and full-width or other Unicode digits, and a
+    negative ``--max-cells`` or ``--trials`` used to be accepted and quietly mean something
+    else; each is refused here, naming the value and what was expected.
+    """
+
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"[-+]?[0-9]+", text.strip()) or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, got {text!r}")
+        return int(text)
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def plain_number(text: str) -> float:
+    """An argument type: a finite decimal number in ASCII (``0.8``, ``1e-3``)."""
+    if not re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a decimal number such as 0.8, got {text!r}")
+    return float(text)
 
 def spec_help() -> str:
     """Every spec key with its default and meaning, generated from the declared parameters."""
@@ -107,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--jobs", dest="with_jobs", action="store_true", help="also store per-job records (large)")
     sweep.add_argument("--force", action="store_true", help="recompute cells already stored")
     sweep.add_argument("--retry-failed", action="store_true", help="recompute cells stored as failed")
-    sweep.add_argument("--max-cells", type=int, metavar="N", help="compute at most N cells in this run")
+    sweep.add_argument("--max-cells", type=whole_number(1), metavar="N", help="compute at most N cells in this run")
     sweep.add_argument("--dry-run", action="store_true", help="list the cells and which are stored; compute nothing")
 
     tune = sub.add_parser(
@@ -119,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("config", metavar="CONFIG.yaml", help="the tuning config")
     tune.add_argument("--out", default="results", help="results folder [%(default)s]")
-    tune.add_argument("--trials", type=int, help="finished trials to reach [the config's]")
+    tune.add_argument("--trials", type=whole_number(1), help="finished trials to reach [the config's]")
     tune.add_argument("--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]")
     tune.add_argument("--backend", choices=["ray", "process", "serial"], default="ray", help="where cells run [%(default)s]")
     tune.add_argument("--address", help="an existing Ray cluster")
@@ -153,12 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("model", choices=["feitelson96", "jann97", "lublin03"], help="the model")
     gen.add_argument("--out", required=True, metavar="F.swf", help="destination file")
-    gen.add_argument("--jobs", type=int, help="number of jobs [feitelson96 20000, others 10000]")
-    gen.add_argument("--load", type=float, help="target offered load (e.g. 0.8), reached by scaling gaps")
-    gen.add_argument("--seed", type=int, default=0, help="seed [%(default)s]")
+    gen.add_argument("--jobs", type=whole_number(1), help="number of jobs [feitelson96 20000, others 10000]")
+    gen.add_argument("--load", type=plain_number, help="target offered load (e.g. 0.8), reached by scaling gaps")
+    gen.add_argument("--seed", type=whole_number(0), default=0, help="seed [%(default)s]")
     gen.add_argument("--preset", help="model preset [the model's default]")
-    gen.add_argument("--nodes", type=int, default=320, help="machine size P [%(default)s]")
-    gen.add_argument("--max-size", type=int, help="largest job size [256]")
+    gen.add_argument("--nodes", type=whole_number(1), default=320, help="machine size P [%(default)s]")
+    gen.add_argument("--max-size", type=whole_number(1), help="largest job size [256]")
     gen.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="PARAM=VALUE",
         help="override a model parameter, e.g. --set mean_gap=150 (repeatable)",
@@ -181,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "jobs simulated per second, then time `tiersweep run` as a whole process.",
     )
     bench.add_argument("--traces", default="../shared/traces", help="folder holding the logs [%(default)s]")
-    bench.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is shown [%(default)s]")
+    bench.add_argument("--repeat", type=whole_number(1), default=3, help="runs per measurement; the best is shown [%(default)s]")
     bench.add_argument("--quick", action="store_true", help="KTH-SP2 only")
     bench.add_argument(
         "--scale",
@@ -325,27 +350,33 @@ def _main(argv: Sequence[str] | None) -> int:
             return 143  # 128 + SIGTERM, as a shell reports it
         print("tiersweep: interrupted", file=sys.stderr)
         return 130
-    except OSError as error:
-        import errno
-
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        # A batch is stored only once all its files are written, so a full disk loses no
-        # stored cell and leaves nothing half-stored: the run can simply be repeated.
-        where = f" writing {error.filename}" if error.filename else ""
-        print(
-            f"tiersweep: error: no space left on the device{where}; the cells stored so far are whole, "
-            "the batch being written is not stored: free some space and run the same command again",
-            file=sys.stderr,
-        )
-        return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point stdout at devnull
-        # so the interpreter's final flush does not complain again.
+        # so the interpreter's final flush does not complain again. (Before OSError, which
+        # BrokenPipeError is.)
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:
+        import errno
+
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            # A batch is stored only once all its files are written, so a full disk loses no
+            # stored cell and leaves nothing half-stored: the run can simply be repeated.
+            where = f" writing {error.filename}" if error.filename else ""
+            print(
+                f"tiersweep: error: no space left on the device{where}; the cells stored so far are whole, "
+                "the batch being written is not stored: free some space and run the same command again",
+                file=sys.stderr,
+            )
+            return 2
+        if error.filename is None:
+            raise
+        # A file the user named or a folder the run writes to cannot be used (read-only, no
+        # permission, a file where a folder belongs): the file and the reason say it all.
+        print(f"tiersweep: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return 2
     raise AssertionError(f"unhandled command {args.command}")
 
 

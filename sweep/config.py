@@ -24,18 +24,23 @@ runs, and errors name the config key path and the cell.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import SpecError
+from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, set_key, validate_spec
 
 from .cells import Cell, cell_id, replicate_seed
 from .specfile import load_spec_file
 
-__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand", "check_header"]
+__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand", "check_header", "parse_seeds", "MAX_CELLS"]
+
+#: The most cells a sweep (grid points x seeds) or one tuning trial (seeds x variants) may have.
+MAX_CELLS = 1_000_000
 
 _TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -141,35 +146,57 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
             seen.add(canonical_key(key))
         zip_axes.append({canonical_key(key): list(values) for key, values in group.items()})
     exclude = []
-    for i, rule in enumerate(raw.get("exclude") or []):
+    rules = raw.get("exclude") or []
+    if not isinstance(rules, list):
+        raise SpecError(f"exclude: expected a list of {{key: value(s)}} rules, got {rules!r}")
+    for i, rule in enumerate(rules):
         if not isinstance(rule, Mapping) or not rule:
             raise SpecError(f"exclude[{i}]: expected a mapping of dotted spec keys to values")
         for key in rule:
             if canonical_key(key) not in seen:
                 raise SpecError(f"exclude[{i}].{key}: not an axis of the grid; axes: {', '.join(sorted(seen))}")
         exclude.append({canonical_key(k): (v if isinstance(v, list) else [v]) for k, v in rule.items()})
-    sweep_seed = raw.get("seed", 0)
-    if isinstance(sweep_seed, bool) or not isinstance(sweep_seed, int) or sweep_seed < 0:
-        raise SpecError(f"seed: expected a non-negative integer, got {sweep_seed!r}")
-    seeds = raw.get("seeds")
-    if seeds is None:
-        seeds = [base.get("seed", 0)]
-    elif isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise SpecError(f"seeds: expected a positive count or a list of seeds, got {seeds}")
-        seeds = [replicate_seed(sweep_seed, r) for r in range(seeds)]
-    elif isinstance(seeds, list) and seeds:
-        for s in seeds:
-            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-                raise SpecError(f"seeds: expected non-negative integers, got {s!r}")
-        if len(set(seeds)) != len(seeds):
-            raise SpecError(f"seeds: repeated seeds in {seeds}")
-    else:
-        raise SpecError(f"seeds: expected a positive count or a non-empty list of seeds, got {seeds!r}")
+    seeds = parse_seeds(raw, base)
+    # Refuse an absurd grid before expanding it: a count of a billion seeds (or a product of
+    # long axes) would otherwise build cells until memory runs out, with no message.
+    count = sum(math.prod(len(next(iter(axis.values()))) for axis in these + zip_axes) for these in grid_axes)
+    if count * len(seeds) > MAX_CELLS:
+        raise SpecError(
+            f"{source}: the grid has {count:,} points x {len(seeds):,} seeds = {count * len(seeds):,} cells, "
+            f"more than {MAX_CELLS:,}; split the study into several sweeps"
+        )
     description = raw.get("description", "")
     axis_sets = [these + zip_axes for these in grid_axes]
     grids = axis_sets if grid_list is not None else None
     return SweepConfig(name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids)
+
+
+def parse_seeds(raw: Mapping[str, Any], base: Mapping[str, Any]) -> list[int]:
+    """The seeds of a sweep or tuning config: ``seeds`` as a list, or a count of seeds derived
+    from the config's ``seed`` (default: the base spec's seed alone).
+
+    Raises:
+        SpecError: Not a positive count or a non-empty list of distinct non-negative integers,
+            or a count above :data:`MAX_CELLS` (refused before any seed is derived).
+    """
+    sweep_seed = raw.get("seed", 0)
+    if isinstance(sweep_seed, bool) or not isinstance(sweep_seed, int) or not 0 <= sweep_seed <= MAX_SEED:
+        raise SpecError(f"seed: expected an integer from 0 to {MAX_SEED:,}, got {sweep_seed!r}")
+    seeds = raw.get("seeds")
+    if seeds is None:
+        return [base.get("seed", 0)]
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        if not 1 <= seeds <= MAX_CELLS:
+            raise SpecError(f"seeds: expected a count from 1 to {MAX_CELLS:,} or a list of seeds, got {seeds}")
+        return [replicate_seed(sweep_seed, r) for r in range(seeds)]
+    if not isinstance(seeds, list) or not seeds:
+        raise SpecError(f"seeds: expected a positive count or a non-empty list of seeds, got {seeds!r}")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
+            raise SpecError(f"seeds: expected integers from 0 to {MAX_SEED:,} (stored as 64-bit integers), got {s!r}")
+    if len(set(seeds)) != len(seeds):
+        raise SpecError(f"seeds: repeated seeds in {seeds}")
+    return list(seeds)
 
 
 def _excluded(point: Mapping[str, Any], rules: list[dict[str, list[Any]]]) -> bool:
@@ -182,7 +209,8 @@ def expand(config: SweepConfig) -> list[Cell]:
     kept once.
 
     Raises:
-        SpecError: A cell's spec is invalid; the message names the cell's grid values.
+        SpecError: A cell's spec is invalid (the message names the cell's grid values), or the
+            exclusions leave no cell.
     """
     points = []
     for axes in config.axis_sets:
@@ -217,4 +245,6 @@ def expand(config: SweepConfig) -> list[Cell]:
                 continue
             seen.add(identity)
             cells.append(Cell(len(cells), identity, canonical, dict(point), replicate))
+    if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)
+        raise SpecError("exclude: the rules drop every grid point, so the sweep has no cells to run")
     return cells

@@ -65,13 +65,31 @@ def storage_url(config: TuneConfig, root: Path, override: str | None = None) -> 
 
 
 def make_storage(url: str) -> Any:
-    """An Optuna storage for ``url`` (``journal:PATH`` for a journal file)."""
-    if url.startswith("journal:"):
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
+    """The Optuna storage at ``url`` (``journal:PATH`` for a journal file), opened.
 
-        return JournalStorage(JournalFileBackend(url[len("journal:") :]))
-    return url
+    Raises:
+        TiersweepError: The storage cannot be opened (an unknown scheme, a missing database
+            driver, a folder that does not exist, a server that does not answer): one line
+            naming the URL and the cause.
+    """
+    import optuna
+
+    try:
+        if url.startswith("journal:"):
+            from optuna.storages import JournalStorage
+            from optuna.storages.journal import JournalFileBackend
+
+            return JournalStorage(JournalFileBackend(url[len("journal:") :]))
+        return optuna.storages.RDBStorage(url)
+    # A URL reaches SQLAlchemy, a database driver and the network: what fails there is the
+    # user's URL or server, not a bug, and the exception types come from whichever driver the
+    # URL names, so everything is reported as one line.
+    except Exception as error:  # noqa: BLE001
+        cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TiersweepError(
+            f"storage {url!r}: cannot open this Optuna storage ({type(error).__name__}: {cause}); expected "
+            f"sqlite:///PATH, postgresql://USER@HOST/DB, mysql://USER@HOST/DB or journal:PATH"
+        ) from None
 
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
@@ -223,15 +241,16 @@ def run_tuning(
         root.mkdir(parents=True, exist_ok=True)
         url = storage_url(config, root, storage)
         directions = config.directions
+        storage_object = make_storage(url)
         try:
             existing = 0
             try:
-                existing = len(optuna.load_study(study_name=config.study_name, storage=make_storage(url)).trials)
+                existing = len(optuna.load_study(study_name=config.study_name, storage=storage_object).trials)
             except KeyError:
                 pass  # a new study
             study = optuna.create_study(
                 study_name=config.study_name,
-                storage=make_storage(url),
+                storage=storage_object,
                 sampler=_sampler(config, existing),
                 directions=directions,
                 load_if_exists=True,

@@ -29,8 +29,7 @@ from typing import Any, Mapping
 from ..core.errors import SpecError
 from ..core.spec import set_key, validate_spec
 
-from .config import check_header
-from .cells import replicate_seed
+from .config import MAX_CELLS, check_header, parse_seeds
 from .specfile import load_spec_file
 
 __all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "SAMPLERS"]
@@ -95,8 +94,18 @@ def load_tune_config(path: str | Path) -> TuneConfig:
     return parse_tune_config(load_spec_file(path))
 
 
+#: Why the seed is neither a tuning parameter nor part of a variant: each trial runs every seed
+#: of ``seeds`` and overwrites the spec's seed, so every trial would run the same cells.
+_SEED_IS_NOT_TUNED = (
+    "the seed is not tuned: every trial runs each seed of the top-level 'seeds' (a count or a list); "
+    "tune policy or platform keys"
+)
+
+
 def _param(key: str, raw: Any) -> Param:
     path = f"params.{key}"
+    if key == "seed":
+        raise SpecError(f"{path}: {_SEED_IS_NOT_TUNED}")
     if not isinstance(raw, Mapping):
         raise SpecError(f"{path}: expected {{low: ..., high: ...}} or {{choices: [...]}}, got {raw!r}")
     unknown = set(raw) - {"low", "high", "log", "type", "choices"}
@@ -148,15 +157,15 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         if direction not in ("minimize", "maximize"):
             raise SpecError(f"objective.{metric}: expected minimize or maximize, got {direction!r}")
         objectives.append((metric, direction))
-    sweep_seed = raw.get("seed", 0)
-    seeds = raw.get("seeds", [base.get("seed", 0)])
-    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds > 0:
-        seeds = [replicate_seed(sweep_seed, r) for r in range(seeds)]
-    if not isinstance(seeds, list) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-        raise SpecError(f"seeds: expected a positive count or a list of non-negative seeds, got {seeds!r}")
+    seeds = parse_seeds(raw, base)
     variants = raw.get("variants") or [{}]
     if not isinstance(variants, list) or not all(isinstance(v, Mapping) for v in variants):
         raise SpecError("variants: expected a list of {dotted spec key: value} mappings")
+    for i, variant in enumerate(variants):
+        if "seed" in variant:
+            raise SpecError(f"variants[{i}].seed: {_SEED_IS_NOT_TUNED}")
+    if len(seeds) * len(variants) > MAX_CELLS:
+        raise SpecError(f"seeds x variants: {len(seeds) * len(variants):,} cells per trial, more than {MAX_CELLS:,}")
     trials = raw.get("trials", 20)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise SpecError(f"trials: expected a positive integer, got {trials!r}")
