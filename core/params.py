@@ -98,6 +98,24 @@ def positive_int(value: Any) -> int:
     raise ValueError(f"expected a positive integer, got {value!r}")
 
 
+def int_in(low: int, high: int, why: str) -> Checker:
+    """An integer from ``low`` to ``high``; ``why`` says what the upper bound protects (a
+    number past it would exhaust memory or overflow a stored column long after validation)."""
+
+    def check(value: Any) -> int:
+        if is_whole(value) and low <= value <= high:
+            return int(value)
+        raise ValueError(f"expected an integer from {low:,} to {high:,} ({why}), got {value!r}")
+
+    return check
+
+
+#: The largest seed: seeds are stored in 64-bit integer columns.
+MAX_SEED = 2**63 - 1
+#: A seed, from 0 to :data:`MAX_SEED`.
+seed_value = int_in(0, MAX_SEED, "seeds are stored as 64-bit integers")
+
+
 def non_negative_int(value: Any) -> int:
     """An integer >= 0."""
     if is_whole(value) and value >= 0:

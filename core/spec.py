@@ -25,7 +25,8 @@ from .params import (
     any_string,
     boolean,
     cpu_range,
-    non_negative_int,
+    int_in,
+    seed_value,
     one_of,
     positive_fraction,
     positive_int,
@@ -64,6 +65,9 @@ def _mapping(value: Any) -> dict[str, Any]:
     raise ValueError(f"expected a mapping of parameter names to values, got {value!r}")
 
 
+#: The most jobs a workload may have (a million take about 1 GB in a run).
+MAX_JOBS = 100_000_000
+
 #: The keys of ``workload``.
 WORKLOAD_PARAMS: dict[str, Param] = {
     "trace": Param(any_string, doc="path of an SWF file (plain or gzip); or give a model"),
@@ -71,7 +75,7 @@ WORKLOAD_PARAMS: dict[str, Param] = {
     "preset": Param(any_string, doc="model preset (default: the model's own)"),
     "params": Param(_mapping, doc="model parameter overrides, e.g. {mean_gap: 150}"),
     "jobs": Param(
-        positive_int,
+        int_in(1, MAX_JOBS, "a hundred million jobs need about 100 GB of memory"),
         doc="trace: simulate the first N valid jobs; model: generate N (feitelson96 20000, others 10000)",
     ),
     "max_size": Param(
@@ -192,7 +196,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         if key not in SPEC_SECTIONS:
             raise SpecError(f"{key}: unknown key; valid keys: {', '.join(SPEC_SECTIONS)}")
     out: dict[str, Any] = {}
-    out["seed"] = Param(non_negative_int).validate("seed", spec.get("seed", 0))
+    out["seed"] = Param(seed_value).validate("seed", spec.get("seed", 0))
 
     workload = spec.get("workload")
     if workload is None:

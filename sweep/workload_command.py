@@ -72,8 +72,11 @@ def describe_command(path: str, overrides: list[str], as_json: bool, plot: str |
             raise SpecError(f"{path}: no such file")
         log = read_swf(path)
         nodes = header_int(log.header, "MaxProcs", "MaxNodes")
-        if nodes is None:
-            nodes = MODEL_DEFAULT_NODES
+        if nodes is None or nodes < 1:
+            # No usable machine size in the header: the widest job's, so that no job is
+            # dropped as too large for a machine size the file never stated.
+            widest = log.records[:, [4, 7]].max(initial=1)
+            nodes = int(widest) if widest >= 1 else MODEL_DEFAULT_NODES
         jobs, _ = jobs_from_records(log.records, capacity=nodes)
     stats = describe_jobs(jobs, nodes)
     if as_json:

@@ -226,14 +226,14 @@ def test_without_seeds_the_base_seed_is_used():
     ("changes", "message"),
     [
         ({"seeds": [1, 2, 1]}, r"^seeds: repeated seeds in \[1, 2, 1\]"),
-        ({"seeds": [1, -2]}, r"^seeds: expected non-negative integers, got -2"),
-        ({"seeds": [1.5]}, r"^seeds: expected non-negative integers, got 1\.5"),
-        ({"seeds": 0}, r"^seeds: expected a positive count"),
-        ({"seeds": -3}, r"^seeds: expected a positive count"),
+        ({"seeds": [1, -2]}, r"^seeds: expected integers from 0 to 9,223,372,036,854,775,807 .*, got -2"),
+        ({"seeds": [1.5]}, r"^seeds: expected integers from 0 .*, got 1\.5"),
+        ({"seeds": 0}, r"^seeds: expected a count from 1 to 1,000,000"),
+        ({"seeds": -3}, r"^seeds: expected a count from 1"),
         ({"seeds": []}, r"^seeds: expected a positive count or a non-empty list"),
         ({"seeds": True}, r"^seeds: expected a positive count or a non-empty list"),
-        ({"seed": -1}, r"^seed: expected a non-negative integer, got -1"),
-        ({"seed": "zero"}, r"^seed: expected a non-negative integer"),
+        ({"seed": -1}, r"^seed: expected an integer from 0 to 9,223,372,036,854,775,807, got -1"),
+        ({"seed": "zero"}, r"^seed: expected an integer from 0"),
     ],
 )
 def test_bad_seeds_are_errors(changes, message):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..params import Param, is_whole, number_at_least, positive_int
+from ..params import Param, int_in, is_whole, number_at_least
 from ..capabilities import EMBEDDING, TIME_TRACKING
 from .base import BasePlatform
 
@@ -342,17 +342,22 @@ class FatTreeState:
         return self.total_free == self.topo.servers * self.topo.slots and not any(self.holders)
 
 
+#: The largest ``k`` a spec may ask for: 128 is 524,288 servers (a larger tree would exhaust
+#: memory when the run starts, long after the spec was accepted).
+MAX_K = 128
+
+
 def _even_k(value: object) -> int:
-    if is_whole(value) and value >= 2:
+    if is_whole(value) and 2 <= value <= MAX_K:
         if int(value) % 2 == 0:
             return int(value)
-    raise ValueError(f"expected an even integer >= 2, got {value!r}")
+    raise ValueError(f"expected an even integer from 2 to {MAX_K}, got {value!r}")
 
 
 #: The spec keys of ``platform: {kind: fat_tree, ...}``.
 FAT_TREE_PARAMS: dict[str, Param] = {
     "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
-    "slots": Param(positive_int, default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
+    "slots": Param(int_in(1, 4096, "each slot is a VM"), default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
     "link_mbps": Param(number_at_least(1 / _STEPS_PER_MBPS), default=1000.0, doc="capacity of every link, Mbps (at least 1/1024)"),
 }
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
 from ..errors import PolicyError
-from ..params import Param, positive_int
+from ..params import Param, int_in
 from .base import BasePlatform
 from .draws import BufferedDraws
 
@@ -61,6 +61,10 @@ VECTOR_FROM = 48
 #: 30 % faster so). Larger machines, and other numbers of tiers, use typed arrays with numpy
 #: views.
 VECTOR_VMS = 4096
+#: The largest machine and the most tiers a spec may ask for (a value past them would exhaust
+#: memory when the run starts, long after the spec was accepted).
+MAX_NODES = 10_000_000
+MAX_TIERS = 64
 
 
 def _overhead(value: object) -> float:
@@ -168,9 +172,11 @@ class Nodes(BasePlatform):
 
     kind = "nodes"
     params = {
-        "nodes": Param(positive_int, default=None, doc="number of nodes (default: the trace's MaxProcs)"),
+        "nodes": Param(
+            int_in(1, MAX_NODES, "each node's VMs take memory"), default=None, doc="number of nodes (default: the trace's MaxProcs)"
+        ),
         "tiers": Param(
-            positive_int,
+            int_in(1, MAX_TIERS, "one priority level per tier"),
             default=1,
             doc="VMs per node: 1 = dedicated, 2 = foreground/background, k = one foreground and k-1 background",
         ),

@@ -90,6 +90,8 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
             nodes = header_int(log.header, "MaxProcs", "MaxNodes")
             if nodes is None:
                 raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
+            if nodes < 1:
+                raise SpecError(f"platform.nodes: {path} says its machine has {nodes} processors (MaxProcs); set platform.nodes")
         report = WorkloadReport(malformed_skipped=log.malformed_skipped)
         jobs, report = jobs_from_records(
             log.records, capacity=nodes, jobs=workload["jobs"], size_field=workload["size_field"], report=report, **rules

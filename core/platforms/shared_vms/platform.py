@@ -34,7 +34,7 @@ import numpy as np
 
 from ...capabilities import PLACEMENT, TIME_TRACKING, VM_CAPACITIES
 from ...errors import SpecError
-from ...params import Param, boolean, positive_int
+from ...params import Param, boolean, int_in
 from ..base import BasePlatform
 from .allocator import Allocator
 from .numerics import waterfill
@@ -104,8 +104,8 @@ def _shares(value: Any) -> str | list[float]:
 
 #: The spec keys of ``platform: {kind: shared_vms}`` (registered in :mod:`tiersweep.core.platforms`).
 SHARED_VMS_PARAMS: dict[str, Param] = {
-    "machines": Param(positive_int, default=64, doc="physical machines P, each of CPU capacity 1 (paper 001: 64)"),
-    "vms": Param(positive_int, default=4, doc="VMs per machine V, one task each (paper 001: 4)"),
+    "machines": Param(int_in(1, 10_000_000, "each machine's VMs take memory"), default=64, doc="physical machines P, each of CPU capacity 1 (paper 001: 64)"),
+    "vms": Param(int_in(1, 4096, "each VM holds one task"), default=4, doc="VMs per machine V, one task each (paper 001: 4)"),
     "shares": Param(
         _shares,
         default="homogeneous",
