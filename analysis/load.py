@@ -13,9 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.spec import KEY_ALIASES
+from ..sweep.store import unreadable_part
 
 __all__ = ["load", "TABLES"]
 
@@ -28,7 +30,10 @@ def _read_folder(folder: Path) -> pd.DataFrame:
     files = [f for f in files if not f.name.startswith(".")]
     if not files:
         return pd.DataFrame()
-    frames = [pq.read_table(f).to_pandas() for f in files]
+    try:
+        frames = [pq.read_table(f).to_pandas() for f in files]
+    except (pa.ArrowException, OSError) as error:
+        raise unreadable_part([str(f) for f in files], error) from None
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame(columns=pq.read_schema(files[0]).names)

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.spec import canonical_key
+from ..sweep.store import read_manifest
 from .load import load
 from .plots import LABELS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
 from .stats import POLICY, summary
@@ -52,10 +53,9 @@ def _label(combo: dict[str, str]) -> str:
 
 
 def _axes(root: Path, runs: pd.DataFrame) -> list[str]:
-    manifest = root / "manifest.json"
     keys: list[str] = []
-    if manifest.exists():
-        config = json.loads(manifest.read_text()).get("config", {})
+    config = read_manifest(root).get("config")
+    if config:
         keys += list((config.get("grid") or {}).keys())
         for grid in config.get("grids") or []:
             keys += list(grid.keys())
@@ -164,8 +164,7 @@ def _tuning_figures(root: Path, folder: Path) -> list[tuple[str, Path]]:
 
 
 def _html(root: Path, runs: pd.DataFrame, table: pd.DataFrame, figures: list[tuple[str, Path]], base: Path) -> str:
-    manifest = root / "manifest.json"
-    config = json.loads(manifest.read_text()).get("config", {}) if manifest.exists() else {}
+    config = read_manifest(root).get("config", {})
     failed = runs[runs["status"] != "ok"]
     versions = {col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs}
     written = pd.to_datetime(runs["written_at"]) if "written_at" in runs else pd.Series(dtype="datetime64[ns]")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.errors import TiersweepError
 from ..core.metrics import job_columns, metric_names
 from ..core.platforms import PLATFORMS
 from ..core.simulate import RUN_EXTRA_METRICS
@@ -61,14 +62,21 @@ def plan(
     *,
     force: bool = False,
     retry_failed: bool = False,
+    with_jobs: bool = False,
     cells: list[Cell] | None = None,
 ) -> tuple[list[Cell], list[Cell], Store]:
-    """The config's cells (``cells``, if already expanded) and those still to compute (not
-    stored, or as ``force`` says)."""
+    """The config's cells (``cells``, if already expanded) and those still to compute: not
+    stored, or as ``force`` says, or (``with_jobs``) stored without their per-job records,
+    which a run with ``--jobs`` computes again rather than leave missing."""
     cells = expand(config) if cells is None else cells
     store = Store(Path(out) / config.name)
     stored = {} if force else store.stored_ids()
-    todo = [c for c in cells if c.cell_id not in stored or (retry_failed and stored[c.cell_id] != "ok")]
+    lacking = store.without_jobs() if with_jobs and stored else set()
+    todo = [
+        c
+        for c in cells
+        if c.cell_id not in stored or (retry_failed and stored[c.cell_id] != "ok") or c.cell_id in lacking
+    ]
     return cells, todo, store
 
 
@@ -119,13 +127,23 @@ def run_sweep(
     cells = expand(config)  # every cell validated before anything is written, the lock included
     # Planned under the folder's lock, so that no other writer stores a cell between this one
     # reading what is stored and writing what is not.
-    with FolderLock(Path(out) / config.name, "sweep"):
+    with FolderLock(Path(out) / config.name, "sweep") as lock:
         started = time.perf_counter()
-        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells)
+        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs)
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]
-        _prepare(store, config, cells)
+        again_for_jobs = 0
+        if with_jobs and not force:  # cells stored without per-job records, computed again for them
+            status = store.stored_ids()
+            again_for_jobs = sum(1 for c in todo if status.get(c.cell_id) == "ok")
+        if todo and lock.read_only:
+            raise TiersweepError(
+                f"{store.root}: cannot store results here (read-only or not ours): {len(todo)} cell(s) "
+                f"to compute; give another --out"
+            )
+        if not lock.read_only:  # (writes the manifest only if it changes)
+            _prepare(store, config, cells)
         bar = _progress(len(todo), progress) if todo else None
         failures = 0
 
@@ -160,7 +178,7 @@ def run_sweep(
             driver,
             store.root,
             backend,
-            {"startup_seconds": runner.startup_seconds},
+            {"startup_seconds": runner.startup_seconds, "again_for_jobs": again_for_jobs},
         )
 
 

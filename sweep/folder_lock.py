@@ -12,6 +12,7 @@ system shared by several hosts it may not exclude writers on other hosts.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
@@ -42,11 +43,36 @@ class FolderLock:
         self.root = Path(root)
         self.command = command
         self._file: int | None = None
+        #: True when the folder cannot be written (then no lock is taken: see ``__enter__``).
+        self.read_only = False
+
+    def _make_folder(self) -> None:
+        """Create the results folder; a file in the way is an error naming it."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            blocker = next((p for p in [self.root, *self.root.parents] if p.exists() and not p.is_dir()), self.root)
+            raise TiersweepError(
+                f"{self.root}: cannot make the results folder: {blocker} is a file, not a folder (check --out)"
+            ) from None
+        except OSError as error:
+            if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not self.root.is_dir():
+                raise
 
     def __enter__(self) -> FolderLock:
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._make_folder()
         path = self.root / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            # A folder this process may only read (archived results, a read-only mount): no
+            # one can write it, so there is nothing to exclude; a run that finds everything
+            # stored goes on, and one that must store something fails at its first write,
+            # naming the folder.
+            self.read_only = True
+            return self
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -28,13 +28,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..core.errors import SpecError, TiersweepError
 from .folder_lock import FolderLock
 
-__all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types"]
+__all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types", "read_manifest", "unreadable_part"]
 
 _FIXED = [
     ("cell_id", pa.string()),
@@ -164,11 +165,18 @@ class Store:
             metadata=metadata,
         )
         manifest = {
-            "config": config,
+            "config": json.loads(json.dumps(config, default=_json_default)),
             "schema": {field.name: str(field.type) for field in self.schema},
-            "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         }
-        self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2, default=_json_default).encode())
+        try:
+            stored = read_manifest(self.root)
+        except TiersweepError:
+            stored = {}  # a damaged manifest is replaced
+        # Written only when it changes, so that a run with nothing new to say about the folder
+        # writes nothing (a read-only folder of finished results can be re-run).
+        if {key: stored.get(key) for key in manifest} != manifest:
+            manifest["updated_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
+            self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2).encode())
 
     def _stored_compatible(self, spec_types: Mapping[str, pa.DataType]) -> dict[str, pa.DataType]:
         """``spec_types`` reconciled with the types the folder's rows already have, so that
@@ -181,7 +189,10 @@ class Store:
         files = _parts(self.runs)
         if not files:
             return dict(spec_types)
-        stored = pq.read_schema(files[-1])
+        try:
+            stored = pq.read_schema(files[-1])
+        except (pa.ArrowException, OSError) as error:
+            raise unreadable_part(files[-1:], error) from None
         reconciled = dict(spec_types)
         for name, wanted in spec_types.items():
             if name not in stored.names:
@@ -266,11 +277,82 @@ class Store:
         files = _parts(self.runs)
         if not files:
             return {}
-        table = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "status", "written_at"])
+        try:
+            table = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "status", "written_at"])
+        except (pa.ArrowException, OSError) as error:
+            raise unreadable_part(files, error) from None
         order = np.argsort(table.column("written_at").to_numpy(), kind="stable")
         ids = table.column("cell_id").to_numpy(zero_copy_only=False)[order]
         status = table.column("status").to_numpy(zero_copy_only=False)[order]
         return dict(zip(ids.tolist(), status.tolist()))
+
+    def without_jobs(self) -> set[str]:
+        """Cells stored as ``ok`` whose newest run has no per-job records (stored by a sweep run
+        without ``--jobs``)."""
+        runs = read_table(self.runs, files=None)
+        if not runs.num_rows:
+            return set()
+        runs = runs.select(["cell_id", "status", "written_at"]).filter(pa.compute.equal(runs.column("status"), "ok"))
+        files = _parts(self.jobs)
+        with_records: set[tuple[str, Any]] = set()
+        if files:
+            try:
+                jobs = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "written_at"])
+            except (pa.ArrowException, OSError) as error:
+                raise unreadable_part(files, error) from None
+            pairs = jobs.group_by(["cell_id", "written_at"]).aggregate([])
+            with_records = set(zip(pairs.column("cell_id").to_pylist(), pairs.column("written_at").to_pylist()))
+        return {
+            cell
+            for cell, written in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())
+            if (cell, written) not in with_records
+        }
+
+
+#: How to recover from a damaged file, by the table it belongs to.
+_RECOVERY = {
+    "runs": "move it out of the folder: the next `tiersweep sweep` computes the cells it held again",
+    "jobs": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their per-job records again",
+    "segments": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their segments again",
+}
+
+
+def unreadable_part(files: Sequence[str | Path], error: BaseException) -> TiersweepError:
+    """The error for a set of part files that could not be read together: it names the first
+    file that cannot be read on its own (or, if each reads, the files' disagreement) and says
+    how to recover."""
+    for name in files:
+        try:
+            pq.read_table(name)
+        except (pa.ArrowException, OSError) as problem:
+            table = Path(name).parent.name
+            hint = _RECOVERY.get(table, "move it out of the folder and compute what it held again")
+            cause = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+            return TiersweepError(f"{name}: not a readable Parquet file ({cause}); {hint}")
+    cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return TiersweepError(f"{Path(files[0]).parent}: its Parquet files do not read as one table ({cause})")
+
+
+def read_manifest(root: str | Path) -> dict[str, Any]:
+    """The ``manifest.json`` of a results folder (an empty mapping if there is none).
+
+    Raises:
+        TiersweepError: The file is not a JSON object; the message names it and says how to
+            recover (the manifest is rewritten by the next run that stores a cell).
+    """
+    path = Path(root) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (ValueError, UnicodeDecodeError) as error:
+        manifest = error
+    if not isinstance(manifest, dict):
+        raise TiersweepError(
+            f"{path}: damaged (not a JSON object); delete it: the next `tiersweep sweep` of this "
+            f"folder's config writes it again (the stored cells are not in it)"
+        )
+    return manifest
 
 
 def _parts(folder: Path) -> list[str]:
@@ -288,8 +370,11 @@ def read_table(folder: str | Path, *, latest_only: bool = True, files: Sequence[
     files = _parts(Path(folder)) if files is None else list(files)
     if not files:
         return pa.table({})
-    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-    table = ds.dataset(files, schema=schema, format="parquet").to_table()
+    try:
+        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        table = ds.dataset(files, schema=schema, format="parquet").to_table()
+    except (pa.ArrowException, OSError) as error:
+        raise unreadable_part(files, error) from None
     if latest_only and "written_at" in table.column_names and table.num_rows:
         frame = table.select(["cell_id", "written_at"]).to_pandas()
         frame["row"] = np.arange(len(frame))

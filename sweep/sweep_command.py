@@ -27,7 +27,7 @@ def sweep_command(
     """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed."""
     config = load_sweep_config(config_path)
     if dry_run:
-        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed)
+        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
         pending = {c.cell_id for c in todo}
         print(f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute")
         for cell in cells:
@@ -52,6 +52,11 @@ def sweep_command(
         f"({outcome.elapsed_seconds:.1f} s on {outcome.backend}), {outcome.stored_before} already stored, "
         f"{outcome.failed} failed"
     )
+    if outcome.extra.get("again_for_jobs"):
+        print(
+            f"{outcome.extra['again_for_jobs']} of the computed cells were stored without per-job records "
+            f"(a run without --jobs) and were computed again for them"
+        )
     if outcome.computed:
         print(f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s")
     runs = Path(outcome.store) / "runs"

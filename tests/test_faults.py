@@ -409,3 +409,112 @@ def test_compacting_a_folder_that_is_not_a_sweep_is_an_error_and_creates_nothing
     assert main(["compact", str(missing)]) == 2
     assert "not a sweep's results folder" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+# -- damaged and read-only results folders ------------------------------------------------------
+def _stored_small_sweep(tmp_path, out, with_jobs=False):
+    from tiersweep.cli import main
+
+    path = write_config(tmp_path, "small", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE)
+    argv = ["sweep", "--backend", "serial", "--out", str(out), str(path)] + (["--jobs"] if with_jobs else [])
+    assert main(argv) == 0
+    return path, argv
+
+
+@pytest.mark.parametrize("table", ["runs", "jobs"])
+def test_a_corrupt_part_file_is_a_one_line_error_naming_it_and_the_recovery(tmp_path, capsys, table):
+    from tiersweep.cli import main
+    from tiersweep.analysis import load
+
+    path, argv = _stored_small_sweep(tmp_path, tmp_path / "out", with_jobs=True)
+    part = sorted((tmp_path / "out" / "small" / table).glob("part-*.parquet"))[0]
+    part.write_bytes(part.read_bytes()[:100])  # cut short, as a crash of the disk or a copy would
+    capsys.readouterr()
+    commands = [argv, ["compact", str(tmp_path / "out" / "small")]]
+    if table == "runs":  # (the report reads no per-job records)
+        commands.append(["report", str(tmp_path / "out" / "small")])
+    for command in commands:
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith(f"tiersweep: error: {part}: not a readable Parquet file") and "Traceback" not in err, err
+        assert "move it out of the folder" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(Exception, match="not a readable Parquet file"):
+        load(tmp_path / "out" / "small", table)
+    # The recovery the message gives works: the cells are computed again, whole.
+    part.rename(tmp_path / part.name)
+    assert main(argv) == 0
+    runs = read_table(tmp_path / "out" / "small" / "runs").to_pandas()
+    jobs = read_jobs(tmp_path / "out" / "small").to_pandas()
+    assert len(runs) == 4 and set(jobs["cell_id"]) == set(runs["cell_id"])
+
+
+def test_a_damaged_manifest_is_a_one_line_error_and_a_rerun_writes_it_again(tmp_path, capsys):
+    from tiersweep.cli import main
+
+    path, argv = _stored_small_sweep(tmp_path, tmp_path / "out")
+    manifest = tmp_path / "out" / "small" / "manifest.json"
+    manifest.write_text('{"config": {"name": "sm')  # cut short
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out" / "small")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tiersweep: error: {manifest}: damaged") and "delete it" in err
+    manifest.unlink()
+    assert main(argv) == 0
+    assert "config" in __import__("json").loads(manifest.read_text())
+    assert main(["report", str(tmp_path / "out" / "small")]) == 0
+
+
+def test_a_read_only_results_folder_with_nothing_to_compute_is_left_untouched(tmp_path, small_disk, capsys):
+    from tiersweep.cli import main
+
+    disk, _ = small_disk  # a file system of its own, to be remounted read-only (root reads past chmod)
+    subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)
+    path, argv = _stored_small_sweep(tmp_path, disk)
+    before = {p: p.stat().st_mtime_ns for p in (disk / "small").rglob("*")}
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        capsys.readouterr()
+        assert main(argv) == 0  # every cell stored: it reports them and writes nothing
+        out = capsys.readouterr().out
+        assert "0 computed now" in out and "4 already stored" in out
+        assert {p: p.stat().st_mtime_ns for p in (disk / "small").rglob("*")} == before
+        # A cell to compute in a read-only folder is one line naming the folder, before running.
+        bigger = write_config(tmp_path, "small", grid={"policy.name": ["easy", "fcfs", "conservative"]}, seeds=2, base=BASE)
+        assert main(argv[:-1] + [str(bigger)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"tiersweep: error: {disk / 'small'}: cannot store results here") and "Traceback" not in err
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+
+
+def test_a_rerun_with_jobs_computes_the_per_job_records_a_run_without_it_left_out(tmp_path, capsys):
+    from tiersweep.cli import main
+
+    path, argv = _stored_small_sweep(tmp_path, tmp_path / "out")
+    root = tmp_path / "out" / "small"
+    assert read_jobs(root).num_rows == 0
+    first = read_table(root / "runs").to_pandas()
+    capsys.readouterr()
+    assert main(argv + ["--jobs"]) == 0
+    assert "4 of the computed cells were stored without per-job records" in capsys.readouterr().out
+    runs = read_table(root / "runs").to_pandas()
+    jobs = read_jobs(root).to_pandas()
+    assert sorted(runs["cell_id"]) == sorted(first["cell_id"])
+    per_cell = jobs.groupby("cell_id").size()
+    assert all(per_cell[c] == n for c, n in zip(runs["cell_id"], runs["jobs"]))
+    # The same metrics: the cells are deterministic, only now with their records.
+    assert runs.set_index("cell_id")["mean_bsld"].to_dict() == first.set_index("cell_id")["mean_bsld"].to_dict()
+    assert main(argv + ["--jobs"]) == 0  # and then nothing is left to compute
+    assert "0 computed now" in capsys.readouterr().out
+
+
+def test_out_pointing_at_a_file_is_a_one_line_error(tmp_path, capsys):
+    from tiersweep.cli import main
+
+    path = write_config(tmp_path, "small", grid={"policy.name": ["easy"]}, seeds=1, base=BASE)
+    afile = tmp_path / "results.txt"
+    afile.write_text("notes")
+    assert main(["sweep", "--backend", "serial", "--out", str(afile), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tiersweep: error: {afile / 'small'}: cannot make the results folder: {afile} is a file")
+    assert afile.read_text() == "notes"
