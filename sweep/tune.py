@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.errors import TiersweepError
+from ..core.errors import SpecError, TiersweepError
 from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
@@ -233,6 +233,8 @@ def run_tuning(
     :mod:`tiersweep.sweep.folder_lock`); a trial another live tuner is running (one that
     shares the study's storage from another folder) is left to it.
     """
+    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
+        raise SpecError(f"trials: expected a positive number of finished trials to reach, got {trials!r}")
     root = Path(out) / config.name
     with FolderLock(root, "tune"):
         import optuna
@@ -265,7 +267,7 @@ def run_tuning(
         store = Store(root)
         _prepare_store(store, config)  # only once the study is known to fit the config
         known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
-        target = trials or config.trials
+        target = config.trials if trials is None else trials
         if config.sampler == "grid":
             target = min(target, _grid_size(config))
         distributions = {p.key: p.distribution() for p in config.params}

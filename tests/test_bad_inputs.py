@@ -291,3 +291,20 @@ def test_a_trace_whose_header_gives_no_processors_says_where_the_zero_came_from(
     err = capsys.readouterr().err
     assert err.startswith(f"tiersweep: error: platform.nodes: {trace} says its machine has 0 processors (MaxProcs)")
     assert main(["workload", "describe", str(trace)]) == 0  # (describing it takes the widest job's size)
+
+
+@pytest.mark.parametrize("trials", [0, -5])
+def test_a_tuning_run_asked_for_no_trials_is_refused_through_the_api_too(tmp_path, trials):
+    # Reported: --trials 0 was ignored (the config's count ran) and --trials -5 exited 0
+    # leaving a waiting trial in the study.
+    import yaml
+
+    from tiersweep.core.errors import SpecError
+    from tiersweep.sweep.tune import run_tuning
+    from tiersweep.sweep.tune_config import parse_tune_config
+
+    config = parse_tune_config(yaml.safe_load(TUNE_TEXT))
+    with pytest.raises(SpecError, match="^trials: expected a positive number"):
+        run_tuning(config, tmp_path / "out", backend="serial", trials=trials, progress=False)
+    study = tmp_path / "out" / "t" / "study.db"
+    assert not study.exists()

@@ -307,14 +307,14 @@ def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
     return [pid for pid in pids if _alive(pid)]
 
 
-@pytest.mark.parametrize("backend", ["process", pytest.param("ray", marks=pytest.mark.slow)])  # Ray starts in ~5 s
+@pytest.mark.parametrize("backend", ["serial", "process", pytest.param("ray", marks=pytest.mark.slow)])  # Ray starts in ~5 s
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tmp_path, how, backend):
     # Reported: after SIGKILL or SIGTERM of the driver, process-backend workers and the resource
     # tracker lived on, Ray left two agent processes, and SIGTERM printed a Ray stack dump.
     import signal
 
-    config = write_config(tmp_path, "stop", seeds=4 if backend == "process" else 12, base=BASE)
+    config = write_config(tmp_path, "stop", seeds=12 if backend == "ray" else 4, base=BASE)
     out = tmp_path / "out"
     logs = tmp_path / "logs"
     proc = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", backend], logs, batch_seconds=0.25)
@@ -322,7 +322,7 @@ def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tm
         wait_for_parts(proc, out / "stop" / "runs", 1, logs)
         # Pool workers and multiprocessing's resource tracker, or Ray's local cluster.
         workers = _group_members(proc.pid)
-        assert len(workers) >= 2, "no worker found"
+        assert len(workers) >= (0 if backend == "serial" else 2), "no worker found"  # (serial: cells run in the driver)
         proc.send_signal(getattr(signal, how))  # the driver only, as a process manager would
         status = proc.wait(timeout=DEADLINE_SECONDS)
         left = _wait_gone(workers)
