@@ -228,6 +228,7 @@ class RayBackend(Backend):
                     object_store_memory=object_store_mb * 1024 * 1024,
                 )
             else:
+                _check_reachable(address)
                 options["address"] = address
             import signal
             import threading
@@ -244,6 +245,8 @@ class RayBackend(Backend):
                     "cluster uses token authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
                     "(or RAY_AUTH_TOKEN_PATH) to its token (`ray get-auth-token` on the head node)."
                 ) from None
+            except ValueError as error:  # an address Ray cannot use (ray:// without Ray Client)
+                raise TiersweepError(f"--address {address}: {error}") from None
             finally:
                 if on_sigterm is not None:
                     signal.signal(signal.SIGTERM, on_sigterm)
@@ -282,6 +285,37 @@ class RayBackend(Backend):
 
 #: Backend names for ``--backend``.
 BACKENDS = ("ray", "process", "serial")
+
+
+#: Seconds to wait for a cluster's port to accept a connection before giving up on it.
+CONNECT_SECONDS = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``host:port`` (or ``ray://host:port``) address where nothing listens.
+
+    ``ray.init`` keeps retrying such an address for minutes with no message (a mistyped port
+    looked like a hung sweep); one TCP connection answers at once. ``auto`` and other forms
+    are left to Ray.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        raise TiersweepError(f"--address {address}: expected host:port, ray://host:port or auto") from None
+    if not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise TiersweepError(
+            f"--address {address}: no Ray cluster answers there ({reason}); start one with `ray start --head` "
+            f"or give its address (host:port of the head node)"
+        ) from None
 
 
 def make_backend(name: str, *, address: str | None = None) -> Backend:

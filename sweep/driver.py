@@ -144,7 +144,7 @@ def run_sweep(
             )
         if not lock.read_only:  # (writes the manifest only if it changes)
             _prepare(store, config, cells)
-        bar = _progress(len(todo), progress) if todo else None
+        bar = None  # shown once the backend has started (a backend that fails to start says so alone)
         failures = 0
 
         def advance(outcomes: list[dict[str, Any]]) -> None:
@@ -159,6 +159,9 @@ def run_sweep(
         runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
         try:
             with runner:
+                if todo:
+                    runner.start()
+                    bar = _progress(len(todo), progress)
                 runner.submit(todo)
                 while runner.busy:
                     runner.step()

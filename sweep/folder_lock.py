@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..core.errors import TiersweepError
+from .paths import make_folder
 
 __all__ = ["FolderLock", "FolderBusyError", "LOCK_NAME"]
 
@@ -49,12 +50,7 @@ class FolderLock:
     def _make_folder(self) -> None:
         """Create the results folder; a file in the way is an error naming it."""
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            blocker = next((p for p in [self.root, *self.root.parents] if p.exists() and not p.is_dir()), self.root)
-            raise TiersweepError(
-                f"{self.root}: cannot make the results folder: {blocker} is a file, not a folder (check --out)"
-            ) from None
+            make_folder(self.root, "--out")
         except OSError as error:
             if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not self.root.is_dir():
                 raise

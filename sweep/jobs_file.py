@@ -11,6 +11,7 @@ from typing import Mapping
 import numpy as np
 
 from ..core.errors import TiersweepError
+from .paths import make_folder
 
 __all__ = ["write_job_records"]
 
@@ -25,6 +26,7 @@ def write_job_records(records: Mapping[str, np.ndarray], path: str | Path) -> No
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise TiersweepError(f"--jobs-out {path}: expected a .csv or .parquet file name")
+    make_folder(path.parent, f"--jobs-out {path}")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if suffix == ".parquet":
         import pyarrow as pa

@@ -78,6 +78,10 @@ class CellRunner:
         """Batches that can run at once (starts the backend)."""
         return self._start().workers
 
+    def start(self) -> None:
+        """Start the backend now (it otherwise starts with the first step)."""
+        self._start()
+
     def _start(self) -> Backend:
         if self._backend is None:
             before = time.perf_counter()

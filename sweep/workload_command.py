@@ -13,6 +13,7 @@ from ..core.workloads.build import MODEL_DEFAULT_NODES, build_workload, model_re
 from ..core.workloads.describe import describe_jobs
 from ..core.workloads.rules import jobs_from_records
 from ..core.workloads.swf import header_int, read_swf, write_swf
+from .paths import make_folder
 
 from .specfile import apply_overrides, load_spec_file
 
@@ -54,6 +55,7 @@ def generate_command(
     spec = apply_overrides({"seed": seed, "workload": workload}, [f"workload.params.{o}" for o in overrides])
     spec = validate_spec(spec)
     records, header, _ = model_records(spec["workload"], seed=seed, nodes=nodes)
+    make_folder(Path(out).parent, f"--out {out}")
     write_swf(out, records, header)
     built, _ = jobs_from_records(records, capacity=nodes)
     print(f"wrote {len(records):,} jobs of {model} ({spec['workload']['preset']}, seed {seed}) to {out}")

@@ -308,3 +308,45 @@ def test_a_tuning_run_asked_for_no_trials_is_refused_through_the_api_too(tmp_pat
         run_tuning(config, tmp_path / "out", backend="serial", trials=trials, progress=False)
     study = tmp_path / "out" / "t" / "study.db"
     assert not study.exists()
+
+
+# -- more a new user tries ------------------------------------------------------------------------
+def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
+    # Reported as a hang: ray.init retried a mistyped port for minutes with no message.
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = tmp_path / "sweep.yaml"
+    path.write_text(BASE_TEXT)
+    started = time.perf_counter()
+    argv = ["sweep", "--backend", "ray", "--address", f"127.0.0.1:{port}", "--out", str(tmp_path / "out"), str(path)]
+    assert main(argv) == 2
+    assert time.perf_counter() - started < 30
+    err = capsys.readouterr().err
+    assert err.startswith(f"tiersweep: error: --address 127.0.0.1:{port}: no Ray cluster answers there")
+
+
+def test_output_files_get_their_folders_made_or_name_the_file_in_the_way(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("workload: {model: jann97, jobs: 30}\nplatform: {nodes: 16}\n")
+    assert main(["run", str(spec), "--jobs-out", str(tmp_path / "new" / "deep" / "jobs.csv")]) == 0
+    assert (tmp_path / "new" / "deep" / "jobs.csv").read_text().startswith("job_id")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    capsys.readouterr()
+    for argv in (
+        ["run", str(spec), "--jobs-out", str(afile / "jobs.csv")],
+        ["workload", "generate", "jann97", "--jobs", "10", "--out", str(afile / "x.swf")],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"cannot make the folder {afile}: {afile} is a file, not a folder" in err and len(err.splitlines()) == 1
+
+
+def test_a_load_the_model_cannot_reach_names_the_key(capsys):
+    assert main(["workload", "generate", "feitelson96", "--jobs", "10", "--load", "100", "--out", "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tiersweep: error: workload.load: feitelson96's arrivals cannot be scaled to an offered load of 100")

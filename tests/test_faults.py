@@ -516,5 +516,5 @@ def test_out_pointing_at_a_file_is_a_one_line_error(tmp_path, capsys):
     afile.write_text("notes")
     assert main(["sweep", "--backend", "serial", "--out", str(afile), str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"tiersweep: error: {afile / 'small'}: cannot make the results folder: {afile} is a file")
+    assert err.startswith(f"tiersweep: error: --out: cannot make the folder {afile / 'small'}: {afile} is a file, not a folder")
     assert afile.read_text() == "notes"

@@ -156,7 +156,13 @@ def model_records(
         scale = 1.0
         records, header = make(scale)
     elif method == "model":
-        scale = scale_for_load(lambda f: load_of(make(f)[0]), target)
+        try:
+            scale = scale_for_load(lambda f: load_of(make(f)[0]), target)
+        except ValueError as error:  # the model's own arrival scaling cannot produce that load
+            raise SpecError(
+                f"workload.load: {model}'s arrivals cannot be scaled to an offered load of {target:g} "
+                f"({error}); ask for a lower load or more jobs"
+            ) from None
         records, header = make(scale)
     else:
         records, header = make(1.0)
