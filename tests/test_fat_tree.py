@@ -435,7 +435,7 @@ def test_spec_keys_and_policy_platform_pairing():
     assert spec["policy"] == {"name": "bgmbf", "embedder": "adaba"}
     with pytest.raises(SpecError, match=r"^policy.embedder: unknown value 'tetris'; valid choices: adaba, oktopus"):
         validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "sbf", "embedder": "tetris"}})
-    with pytest.raises(SpecError, match=r"^platform.k: expected an even integer >= 2, got 5"):
+    with pytest.raises(SpecError, match=r"^platform.k: expected an even integer from 2 to 128, got 5"):
         validate_spec({"workload": workload, "platform": {**fat_tree, "k": 5}, "policy": {"name": "sbf"}})
     # Policies and platforms pair up: the default policy (easy) needs nodes; bgmbf a fat-tree.
     message = (

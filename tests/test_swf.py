@@ -110,14 +110,16 @@ def test_columns_follow_swf_field_order(tmp_path):
     assert log.records[0, log.column["requested_time"]] == 109
 
 
-def test_header_only_file_gives_empty_table(tmp_path):
+def test_a_header_only_file_is_refused_as_having_no_job_lines(tmp_path):
+    # (It read as an empty table, and a run of it as 0 jobs, silently.)
+    from tiersweep.core.errors import TraceFormatError
+
     path = tmp_path / "empty.swf"
     path.write_text("; MaxProcs: 16\n;\n")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numpy may warn that the table is empty
-        log = read_swf(path)
-    assert log.records.shape == (0, 18)
-    assert log.header["MaxProcs"] == "16"
+        warnings.simplefilter("error")  # and numpy's empty-table warning is not shown
+        with pytest.raises(TraceFormatError, match=f"^{path}: no job lines"):
+            read_swf(path)
 
 
 # --- header comments --------------------------------------------------------------------------
@@ -202,6 +204,9 @@ def test_round_trip_of_many_random_integers_and_two_decimal_floats(tmp_path, nam
     integers = rng.integers(-1, 10**9, size=(300, 18)).astype(float)
     cents = rng.integers(-10**9, 10**9, size=(300, 18)) / 100.0
     table = np.where(rng.random((300, 18)) < 0.5, integers, cents)
+    # Job numbers are unique and processor counts whole, as the reader requires.
+    table[:, 0] = np.arange(1, 301)
+    table[:, [4, 7]] = integers[:, [4, 7]]
     path = tmp_path / name
     write_swf(path, table)
     assert np.array_equal(read_swf(path).records, table)

@@ -4,8 +4,19 @@ An SWF file is a block of ``;``-prefixed header comments (``; MaxProcs: 128``) f
 job per line with 18 whitespace-separated numeric fields, ``-1`` meaning unknown. Files may be
 gzip-compressed; that is detected from the content, not the file name.
 
+Line ends may be ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files). Header comments may hold
+any text (UTF-8, ``_``), but a job line holds only plain ASCII decimal numbers (``12``, ``-1``,
+``3.5``, ``1e5``), because a number Python would read but a C, awk or Fortran SWF tool would not
+(``1_000``, full-width ``１００``) means two tools read the same file differently.
+
+Besides the format, :func:`read_swf` refuses a few things that would make every later number
+silently wrong rather than fail: a file with no job lines at all (a run of zero jobs), a job
+number or processor count that is not a whole number (a size of 0.5 would become a job of 0
+processors, 2.5 would become 2), and a job number used twice (per-job results would mix two
+jobs).
+
 This module only parses and writes: it returns the raw 18-column table. Deciding what a job's
-size is, dropping invalid jobs, sorting and so on is the job of :mod:`tiersweep.core.workloads.trace`.
+size is, dropping invalid jobs, sorting and so on is the job of :mod:`tiersweep.core.workloads.rules`.
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -51,6 +62,21 @@ N_FIELDS = len(SWF_FIELDS)
 _GZIP_MAGIC = b"\x1f\x8b"
 #: A header comment line, ``; Key: value`` (matched against one line, without its newline).
 _HEADER_RE = re.compile(r"[ \t]*;[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(.*?)[ \t\r]*$")
+#: One number of a job line: plain ASCII decimal, optional sign, fraction and exponent. ``\d``
+#: of a bytes pattern is ASCII only. numpy's loadtxt accepts exactly these ASCII spellings too
+#: (and ``nan``/``inf``, refused as not finite), so the fast and the slow path agree.
+_NUMBER_RE = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+#: numpy splits fields on every ASCII whitespace byte, \x1c-\x1f included (Python's
+#: ``str.isspace``); ``bytes.split()`` leaves those four out, so they are made spaces first.
+_SEPARATORS = bytes.maketrans(b"\x1c\x1d\x1e\x1f", b"    ")
+#: Fields that count things and must be whole numbers: job_number, allocated and requested
+#: processors (the workload rules turn the sizes into ints, so 2.5 would become 2).
+_WHOLE_FIELDS = [0, 4, 7]
+#: Rows per block of :func:`_plain` (about half a MB of table).
+_BLOCK = 4096
+#: Larger whole numbers are not all representable as float64 (nor, past 2**63, as the int64
+#: the job numbers become).
+_MAX_WHOLE = 2.0**53
 
 
 @dataclass(frozen=True)
@@ -139,62 +165,260 @@ def _header(raw: bytes) -> dict[str, str]:
 def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
     """Read an SWF file (plain or gzip).
 
+    Lines end in ``\\n``, ``\\r\\n`` or ``\\r``; ``;`` starts a comment up to the end of its line.
+
+    Refused (:class:`TraceFormatError`), each because it would make the run silently wrong:
+
+    * a file without job lines (empty or header only): a run of zero jobs is never meant;
+    * a job line that is not 18 plain ASCII decimal numbers: ``nan``, ``inf``, ``0x10``,
+      ``1_000`` and non-ASCII digits such as ``１００`` included, since other SWF tools do not
+      read those as the numbers Python would;
+    * a job number or processor count (fields 1, 5, 8) that is not a whole number: the sizes
+      become ints later, so 2.5 would be 2 and 0.5 a job of 0 processors;
+    * a job number used by an earlier line: per-job records would mix two jobs.
+
+    With ``lenient`` the job lines with any of these problems (a repeated job number: the later
+    lines) are skipped and counted instead, but a file left with no job line is still refused.
+
     Args:
         path: The file.
         lenient: Skip and count malformed job lines instead of raising.
 
     Raises:
-        TraceFormatError: A job line does not hold 18 finite numbers (unless ``lenient``); the
-            message names the file, the line number, what was found and what was expected.
+        TraceFormatError: One of the problems above; the message names the file, the line
+            number (when a line is at fault), what was found and what was expected.
         FileNotFoundError: The file does not exist.
     """
     path = os.fspath(path)
     raw = _read_bytes(path)
+    if b"\r" in raw:
+        # numpy and the line walks below only know \n; a CR-only file would be one line (a
+        # comment, as files begin with the header). The check is one memchr, the common case.
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     header = _header(raw)
+    first_job = _first_job_line(raw)
+    if first_job == -1:
+        # Checked here rather than from an empty table, so numpy never warns "input contained
+        # no data" (and a zero-job run never starts).
+        raise TraceFormatError(f"{path}: no job lines (expected lines of {N_FIELDS} numbers after the ';' header comments)")
+    if not _odd_bytes_outside_comments(raw):
+        # The bytes hold nothing numpy might read differently from the slow path (non-ASCII,
+        # which it takes as Latin-1, so a stray 0xA0 byte would separate fields; '_').
+        records, whole = _load_fast(raw, first_job)
+        if records is not None:
+            if _plain(records, whole):
+                return SwfLog(path, header, records)
+            if np.isfinite(records).all():
+                return _checked(path, header, records, 0, lenient, lambda index: _line_of_record(raw, index))
+    # Slow path, only for files with a bad line (or bytes numpy might misread): find it and say
+    # exactly what is wrong.
+    records, lines, skipped = _parse_lines(path, raw, lenient)
+    if not len(records):
+        raise _none_left(path, skipped)
+    return _checked(path, header, records, skipped, lenient, lines.__getitem__)
+
+
+def _none_left(path: str, skipped: int) -> TraceFormatError:
+    """The error for a lenient read that skipped every job line."""
+    return TraceFormatError(
+        f"{path}: no job lines left: all {skipped} were malformed and skipped (lenient); expected lines of {N_FIELDS} numbers"
+    )
+
+
+def _fields(line: bytes) -> list[bytes]:
+    """The fields of one line (no newline): the text before any ``;``, split on whitespace as
+    numpy splits it. Empty for a blank or comment-only line, which is not a job line."""
+    return line.split(b";", 1)[0].translate(_SEPARATORS).split()
+
+
+def _first_job_line(raw: bytes) -> int:
+    """Where the first line that is neither blank nor only a comment starts, or -1. Stops
+    there, just after the header in a real file."""
+    start, size = 0, len(raw)
+    while start < size:
+        end = raw.find(b"\n", start)
+        if end == -1:
+            end = size
+        if _fields(raw[start:end]):
+            return start
+        start = end + 1
+    return -1
+
+
+def _load_fast(raw: bytes, first_job: int) -> tuple[np.ndarray | None, bool]:
+    """The table as numpy's C parser reads it, and whether it is known to hold only whole
+    numbers; None when numpy refuses the bytes or the table is not n x 18 (the slow path
+    then finds out why).
+
+    Most traces hold only integers, and numpy parses those as int64 a third faster than as
+    floats. That is tried when no '.' follows the header (one ``find``); it fails on an
+    exponent (``1e5``) or a number past int64, and the float parse then decides. On ASCII
+    input (see :func:`_odd_bytes_outside_comments`) the float parse accepts exactly the
+    spellings of :data:`_NUMBER_RE` plus ``nan``/``inf`` (refused later as not finite), the
+    int parse exactly ``[-+]?\\d+``, and both split fields and lines as :func:`_fields` does;
+    so the paths agree. int64 -> float64 rounds a large number as parsing it as a float would.
+    """
+    if raw.find(b".", first_job) == -1:
+        try:
+            table = np.loadtxt(io.BytesIO(raw), comments=";", ndmin=2, dtype=np.int64)
+        except ValueError:
+            pass
+        else:
+            if table.shape[1:] == (N_FIELDS,) and len(table):
+                return table.astype(np.float64), True
     try:
-        # numpy's C parser handles the well-formed common case in a few tens of milliseconds.
-        # It reads the bytes as they are (a quarter faster than decoding them first): job lines
-        # are ASCII, and a line that is not fails here and is then found by the slow path.
-        records = np.loadtxt(io.BytesIO(raw), comments=";", ndmin=2, dtype=np.float64)
-        if records.size == 0:
-            records = np.empty((0, N_FIELDS))
-        if records.shape[1] != N_FIELDS or not np.isfinite(records).all():
-            raise ValueError("not plain SWF")
-        return SwfLog(path, header, records)
+        # A quarter faster from the bytes than from decoded text.
+        table = np.loadtxt(io.BytesIO(raw), comments=";", ndmin=2, dtype=np.float64)
     except ValueError:
-        pass
-    # Slow path, only for files with a bad line: find it and say exactly what is wrong.
+        return None, False
+    return (table if table.shape[1:] == (N_FIELDS,) and len(table) else None), False
+
+
+def _odd_bytes_outside_comments(raw: bytes) -> bool:
+    """Whether a non-ASCII byte or ``_`` occurs outside comment text (``;`` to end of line).
+
+    Such a line is never plain SWF, but numpy might read it (it takes the bytes as Latin-1, so
+    a stray 0xA0 byte would be a field separator): it goes to the slow path, which refuses it
+    with its line number. Headers may hold both (``x86_64``, UTF-8 names), so each hit is
+    checked for a ``;`` before it on its line, then the rest of that line is skipped. The
+    common case costs an ``isascii`` and a ``find`` over the bytes (a regular expression over
+    the whole file would cost as much as parsing it).
+    """
+    if raw.isascii():
+        def next_at(position: int) -> int:
+            return raw.find(b"_", position)
+    else:
+        codes = np.frombuffer(raw, dtype=np.uint8)
+        hits = np.flatnonzero((codes >= 0x80) | (codes == ord("_")))
+
+        def next_at(position: int) -> int:
+            index = int(np.searchsorted(hits, position))
+            return int(hits[index]) if index < len(hits) else -1
+
+    position = next_at(0)
+    while position != -1:
+        start = raw.rfind(b"\n", 0, position) + 1
+        if raw.find(b";", start, position) == -1:
+            return True
+        end = raw.find(b"\n", position)
+        if end == -1:
+            return False
+        position = next_at(end)
+    return False
+
+
+def _parse_lines(path: str, raw: bytes, lenient: bool) -> tuple[np.ndarray, list[int], int]:
+    """Parse ``raw`` line by line: the records, the line number of each and the number of
+    malformed lines skipped; the first malformed line raises unless ``lenient``."""
     rows: list[list[float]] = []
+    lines: list[int] = []
     skipped = 0
-    for number, line in enumerate(_decode(raw).splitlines(), start=1):
-        body = line.split(";", 1)[0]
-        fields = body.split()
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        fields = _fields(line)
         if not fields:
             continue
         problem = None
         if len(fields) != N_FIELDS:
             problem = f"expected {N_FIELDS} whitespace-separated fields, found {len(fields)}"
         else:
-            values = [_number(x) for x in fields]
-            bad = next((x for x, v in zip(fields, values) if not math.isfinite(v)), None)
+            bad = next((x for x in fields if not _NUMBER_RE.fullmatch(x)), None)
+            if bad is None:
+                values = [float(x) for x in fields]
+                bad = next((x for x, v in zip(fields, values) if not math.isfinite(v)), None)
             if bad is not None:
-                problem = f"expected {N_FIELDS} numbers, found {bad!r}"
+                problem = f"expected {N_FIELDS} numbers (plain ASCII decimal, like 12, -1 or 3.5), found {_decode(bad)!r}"
         if problem is not None:
             if not lenient:
-                raise TraceFormatError(f"{path}:{number}: malformed job line: {problem}: {line.strip()[:120]!r}")
+                raise TraceFormatError(f"{path}:{number}: malformed job line: {problem}: {_decode(line).strip()[:120]!r}")
             skipped += 1
             continue
         rows.append(values)
-    records = np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS)
+        lines.append(number)
+    return np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS), lines, skipped
+
+
+def _line_of_record(raw: bytes, index: int) -> int:
+    """The 1-based line number of record ``index`` of a table numpy read from ``raw``: walks
+    the lines skipping blank and comment-only ones as numpy does. Only for error messages."""
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if _fields(line):
+            if index == 0:
+                return number
+            index -= 1
+    raise IndexError("record index past the last job line")
+
+
+def _plain(records: np.ndarray, whole: bool) -> bool:
+    """Whether all numbers are finite, job numbers and processor counts whole and job numbers
+    strictly increasing (so unique) and at most 2**53 in size: true of every real trace.
+    ``whole``: the table was parsed as integers, so the first two hold.
+
+    Done in blocks of rows, each small enough to stay in the processor cache between its
+    checks: one pass over the table instead of one per check. False (also when a finite sum
+    overflows) only means :func:`_checked` looks again, exactly.
+    """
+    if whole:
+        ids = records[:, 0]
+        return bool((ids[1:] > ids[:-1]).all()) and -_MAX_WHOLE <= ids[0] and ids[-1] <= _MAX_WHOLE
+    last = -math.inf
+    for start in range(0, len(records), _BLOCK):
+        block = records[start : start + _BLOCK]
+        if not math.isfinite(block.sum()):  # nan and inf propagate through a sum
+            return False
+        for column in _WHOLE_FIELDS:  # a strided column at a time beats gathering the three
+            values = block[:, column]
+            if not (np.floor(values) == values).all():
+                return False
+        ids = block[:, 0]
+        if not (ids[0] > last and (ids[1:] > ids[:-1]).all()):
+            return False
+        last = ids[-1]
+    return -_MAX_WHOLE <= records[0, 0] and last <= _MAX_WHOLE
+
+
+def _checked(
+    path: str, header: dict[str, str], records: np.ndarray, skipped: int, lenient: bool, line_of: Callable[[int], int]
+) -> SwfLog:
+    """The log, once job numbers and processor counts are whole and job numbers unique; the
+    exact check behind :func:`_plain`, for tables it did not pass and for the slow path.
+
+    Raises for the first offending line (or, ``lenient``, drops and counts the offending
+    rows). ``line_of`` maps a record index to its line number; it is only called to raise.
+    """
+    whole = records[:, _WHOLE_FIELDS]
+    bad = whole != np.floor(whole)
+    bad[:, 0] |= np.abs(whole[:, 0]) > _MAX_WHOLE  # only job numbers: a huge size is dropped later as too large
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        if not lenient:
+            row = int(rows[0])
+            column = _WHOLE_FIELDS[int(np.argmax(bad[row]))]
+            value = float(records[row, column])
+            # A whole number only fails for its size: say the bound, not just "whole".
+            limit = " from -2**53 to 2**53" if value == math.floor(value) else ""
+            raise TraceFormatError(f"{path}:{line_of(row)}: {SWF_FIELDS[column]} must be a whole number{limit}, found {value!r}")
+        records = np.delete(records, rows, axis=0)
+        skipped += len(rows)
+    ids = records[:, 0]
+    if len(ids) > 1 and not np.all(np.diff(ids) > 0):
+        # Not strictly increasing (rare): look for repeats. A stable sort keeps each group of
+        # equal numbers in file order, so every element of a group but its first is a repeat.
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        repeats = order[np.flatnonzero(ordered[1:] == ordered[:-1]) + 1]
+        if len(repeats):
+            if not lenient:
+                row = int(repeats.min())
+                first = int(np.flatnonzero(ids == ids[row])[0])
+                raise TraceFormatError(
+                    f"{path}:{line_of(row)}: job number {int(ids[row])} repeats the job on line {line_of(first)}; "
+                    "job numbers must be unique"
+                )
+            records = np.delete(records, repeats, axis=0)
+            skipped += len(repeats)
+    if not len(records):
+        raise _none_left(path, skipped)
     return SwfLog(path, header, records, malformed_skipped=skipped)
-
-
-def _number(token: str) -> float:
-    """The token as a float, or nan when it is not a number (nan and inf count as bad too)."""
-    try:
-        return float(token)
-    except ValueError:
-        return math.nan
 
 
 def _format_value(value: float) -> str:
