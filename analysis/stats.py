@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-__all__ = ["summary", "compare", "t_interval", "POLICY", "SEED"]
+__all__ = ["summary", "compare", "t_interval", "ratio_interval", "POLICY", "SEED"]
 
 #: The policy column of a runs table.
 POLICY = "policy.name"
@@ -25,6 +25,24 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
     mean = values.mean()
     half = st.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
     return (float(mean - half), float(mean + half))
+
+
+def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """The geometric mean of positive paired ratios and its confidence interval, taken on the
+    log scale: ``exp`` of the mean of ``log r`` and of its Student-t interval.
+
+    A ratio is multiplicative (0.5 and 2 are equally far from 1), and an interval of ratios
+    must stay positive: an arithmetic mean with a symmetric interval gives neither (with a few
+    seeds it ran below zero). Non-positive or non-finite ratios are left out; with fewer than
+    two the interval is nan.
+    """
+    ratios = np.asarray(ratios, dtype=float)
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    if not len(ratios):
+        return (float("nan"), float("nan"), float("nan"))
+    logs = np.log(ratios)
+    low, high = t_interval(logs, level)
+    return (float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)))
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -67,9 +85,9 @@ def compare(
     make the pairs meaningful) within each group of ``by``.
 
     Returns:
-        One row per (group, policy other than the baseline): for each metric the mean ratio
-        ``<metric>_ratio``, its interval ``_ci_low``/``_ci_high`` over the paired seeds, and
-        ``_n`` pairs.
+        One row per (group, policy other than the baseline): for each metric the geometric
+        mean ratio ``<metric>_ratio`` and its interval ``_ci_low``/``_ci_high`` over the paired
+        seeds, both on the log scale (:func:`ratio_interval`), and ``_n`` pairs.
     """
     df = _ok(df)
     by = list(by or [])
@@ -85,9 +103,10 @@ def compare(
             base.add_suffix("__base"), left_index=True, right_index=True, how="inner"
         )
         for metric in metrics:
-            ratio = (joined[metric] / joined[f"{metric}__base"]).replace([np.inf, -np.inf], np.nan).dropna()
-            low, high = t_interval(ratio.to_numpy(), level)
-            row[f"{metric}_ratio"] = ratio.mean() if len(ratio) else np.nan
+            ratio = (joined[metric] / joined[f"{metric}__base"]).to_numpy(dtype=float)
+            ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+            mean, low, high = ratio_interval(ratio, level)
+            row[f"{metric}_ratio"] = mean
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high
             row[f"{metric}_n"] = len(ratio)

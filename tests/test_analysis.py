@@ -69,12 +69,29 @@ def test_compare_pairs_by_seed_and_gives_ratio_intervals():
             "mean_bsld": [10.0, 20.0, 40.0, 20.0, 12.0, 4.0],
         }
     )
-    # Ratios per seed: 4/10 = 0.4, 12/20 = 0.6, 20/40 = 0.5 -> mean 0.5, sd 0.1, n 3.
+    # Ratios per seed: 4/10 = 0.4, 12/20 = 0.6, 20/40 = 0.5. On the log scale: the geometric
+    # mean (0.4 * 0.6 * 0.5) ** (1/3) = 0.4932, and exp(mean log +- t * sd(log) / sqrt(3)).
     row = compare(frame, baseline="easy", metrics=["mean_bsld"], by=["workload.load"]).iloc[0]
     assert row["policy.name"] == "amcbf" and row["mean_bsld_n"] == 3
-    assert row["mean_bsld_ratio"] == pytest.approx(0.5)
-    half = T_975_2 * 0.1 / math.sqrt(3)
-    assert row["mean_bsld_ci_low"] == pytest.approx(0.5 - half) and row["mean_bsld_ci_high"] == pytest.approx(0.5 + half)
+    logs = [math.log(0.4), math.log(0.6), math.log(0.5)]
+    mean = sum(logs) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
+    half = T_975_2 * sd / math.sqrt(3)
+    assert row["mean_bsld_ratio"] == pytest.approx((0.4 * 0.6 * 0.5) ** (1 / 3))
+    assert row["mean_bsld_ci_low"] == pytest.approx(math.exp(mean - half))
+    assert row["mean_bsld_ci_high"] == pytest.approx(math.exp(mean + half))
+    assert 0 < row["mean_bsld_ci_low"] < row["mean_bsld_ratio"] < row["mean_bsld_ci_high"]
+
+
+def test_a_ratio_interval_stays_positive_where_a_symmetric_one_would_not():
+    # Two seeds with ratios 0.1 and 2.0: the arithmetic interval 1.05 +- 12.7 * 0.67 runs far
+    # below zero; the log-scale one is positive and symmetric in log around the geometric mean.
+    from tiersweep.analysis.stats import ratio_interval
+
+    mean, low, high = ratio_interval([0.1, 2.0])
+    assert mean == pytest.approx(math.sqrt(0.2))
+    assert 0 < low < mean < high
+    assert math.log(mean) - math.log(low) == pytest.approx(math.log(high) - math.log(mean))
 
 
 def test_compare_refuses_an_ambiguous_baseline():
