@@ -259,21 +259,43 @@ def test_background_start_never_pushes_a_lower_tier_over_the_threshold():
 
 
 
-def test_amcbf_new_head_after_the_background_phase_may_preempt():
-    # Four nodes, two tiers, amcbf, 1000 s jobs unless said otherwise.
-    # t=0:   A (1 node, CPU 0.5) -> fg node 0; Z (2 nodes, CPU 1.0, 100 s) -> fg nodes 1, 2.
-    # t=1:   H (4 nodes), N (3 nodes), J (1 node), all CPU 0.5. H is the head: 1 idle + 0 later
-    #        < 4. N is not the head. J fits: fg node 3. Background: only nodes 0 and 3 are
-    #        below the threshold (Z's 1.0 is not): room 2 fits neither H nor N.
-    # t=100: Z ends; K (1 node) arrives. H: 2 idle + J's 1 < 4, no. N: not the head. K fits:
-    #        fg. Background: all 4 nodes open: H starts there. N is now the head, with 1 idle
-    #        VM plus J's and K's (later arrivals) = 3 >= 3: the AMCBF property says it must
-    #        not be left queued; it can start at 100 by displacing K and J.
-    # The audit observer checks the property after every pass.
-    jobs, _ = hand_run(
+def test_amcbf_head_is_the_first_of_the_queue_and_the_background_jobs():
+    # Paper 000, Algorithm 2, line 2: "j <- get the first job in Q u J_bg". Under AMCBF only
+    # that head may preempt, and a background job that arrived first is the head.
+    # Four nodes, two tiers, 1000 s jobs unless said otherwise.
+    # t=0:    A (1 node, CPU 0.5) -> fg node 0; Z (2 nodes, CPU 1.0, 100 s) -> fg nodes 1, 2.
+    # t=1:    H (4 nodes), N (3 nodes), J (1 node), all CPU 0.5. H is the head: 1 idle + 0
+    #         later < 4. N is not the head. J fits: fg node 3. Background: only nodes 0 and 3
+    #         are below the threshold (Z's 1.0 is not): room 2 fits neither H nor N.
+    # t=100:  Z ends; K (1 node) arrives. H: 2 idle + J's 1 < 4, no. K fits: fg. Background:
+    #         all 4 nodes open: H starts there, and stays the head (in J_bg, before N). N
+    #         (1 idle + J's and K's 2 = 3 >= 3) may NOT preempt: it is not the head. (The
+    #         queue-only reading let N displace J and K here.)
+    # t=1000: A ends. H, the head in the background: 2 idle + J's and K's 2 = 4 >= 4, so it
+    #         displaces K and J (their background VMs are H's: suspended) and moves up on its
+    #         own nodes, a priority swap. (The queue-only reading never let a background job
+    #         preempt: H stayed below until J and K ended.) N then takes the background VMs H left.
+    # The audit observer checks the head's promise after every pass.
+    jobs, policy = hand_run(
         [(0, 1000, 1, 1000), (0, 100, 2, 100), (1, 1000, 4, 1000), (1, 1000, 3, 1000), (1, 1000, 1, 1000), (100, 1000, 1, 1000)],
         [[0.5], [1.0, 1.0], [0.5] * 4, [0.5] * 3, [0.5], [0.5]],
         "amcbf",
+        nodes=4,
+    )
+    h, n, j, k = jobs[2], jobs[3], jobs[4], jobs[5]
+    assert n.start_time >= 1000.0  # not at 100: N was never the head before H moved up
+    assert (1000.0, h.index, 1, 0, True) in policy.moves
+    suspended = {(t, index) for t, index, _, _ in policy.suspensions}
+    assert {(1000.0, j.index), (1000.0, k.index)} <= suspended
+
+
+def test_cmcbf_lets_a_later_queued_job_preempt_where_amcbf_does_not():
+    # The same case under CMCBF (every queued or background job may preempt): at t=100 N
+    # displaces J and K and starts in the foreground.
+    jobs, _ = hand_run(
+        [(0, 1000, 1, 1000), (0, 100, 2, 100), (1, 1000, 4, 1000), (1, 1000, 3, 1000), (1, 1000, 1, 1000), (100, 1000, 1, 1000)],
+        [[0.5], [1.0, 1.0], [0.5] * 4, [0.5] * 3, [0.5], [0.5]],
+        "cmcbf",
         nodes=4,
     )
     assert jobs[3].start_time == 100.0
@@ -284,9 +306,11 @@ def test_amcbf_new_head_after_the_background_phase_may_preempt():
 
 @pytest.mark.parametrize("accuracy", [1.0, 0.75, 0.0])
 def test_cpu_estimates_follow_the_accuracy(accuracy):
-    # a = 1: estimate = true usage; a = 0: every estimate is the prior 0.7; in between the mix.
+    # With the fixed prior (cpu_guess: prior; the default draws guesses, tested in
+    # test_cpu_annotation.py): a = 1: estimate = true usage; a = 0: every estimate is the
+    # prior 0.7; in between the mix.
     jobs = make_jobs([(0, 10, s, 10) for s in (1, 2, 3, 5, 8)], 8)
-    annotate_cpu(jobs, seed=9, accuracy=accuracy)
+    annotate_cpu(jobs, seed=9, accuracy=accuracy, guess="prior")
     for job in jobs:
         assert len(job.cpu_est) == job.size
         if accuracy == 1.0:
@@ -300,7 +324,8 @@ def test_cpu_estimates_follow_the_accuracy(accuracy):
 
 def test_the_scheduler_sees_estimates_and_progress_uses_true_usage():
     # One node, two tiers, cmcbf. A (0 s submit, 100 s) and B (at 1, 10 s) are single-process:
-    # true CPU 1.0.
+    # true CPU 1.0. With the fixed prior guess (with drawn guesses a single-process job's whole
+    # CPU is known whatever the accuracy).
     # a = 1: A's estimate 1.0 >= 0.96, so no background process goes under A: B waits and
     #        starts in the foreground at 100, finishing at 110.
     # a = 0: A's estimate 0.7 < 0.96: B starts in the background at 1. Its progress uses the
@@ -309,7 +334,7 @@ def test_the_scheduler_sees_estimates_and_progress_uses_true_usage():
     finish = {}
     for accuracy in (1.0, 0.0):
         jobs = make_jobs([(0, 100, 1, 100), (1, 10, 1, 100)], 1)
-        annotate_cpu(jobs, seed=0, accuracy=accuracy)
+        annotate_cpu(jobs, seed=0, accuracy=accuracy, guess="prior")
 
         def sees_estimates(sim, platform_tiers=2):
             audit(sim)

@@ -71,8 +71,10 @@ def audit_consolidation(sim: Engine) -> None:
       threshold;
     * CMBF and CMCBF: no queued job could have been dispatched: its size exceeds the idle
       foreground VMs plus those held by later arrivals (paper 000's CMBF property); AMBF and
-      AMCBF promise this for the head of the queue only. A background job evicted in this pass
-      by a later arrival's foreground placement waits for the next pass.
+      AMCBF promise this for the head only, the first job of the queue and the background
+      jobs by arrival (Algorithm 2, line 2): a background head is not left below a foreground
+      it could reach. A background job evicted in this pass by a later arrival's foreground
+      placement waits for the next pass.
     """
     platform = sim.platform
     policy = sim.policy
@@ -86,16 +88,20 @@ def audit_consolidation(sim: Engine) -> None:
                 f"job {job.job_id} runs in tier {tier} of node {node} whose higher tiers are "
                 f"estimated at {above:.3f} >= {policy.bg_threshold} (t={sim.now:g})"
             )
-        if policy.preemption in ("all", "head") and sim.queue:
+        background = [job for job in sim.running.values() if job.tier > 0]
+        if policy.preemption in ("all", "head") and (sim.queue or background):
             idle = platform.free_count(0)
             fg = [job for job in sim.running.values() if job.tier == 0]
-            checked = list(sim.queue.values()) if policy.preemption == "all" else [next(iter(sim.queue.values()))]
+            if policy.preemption == "all":
+                checked = list(sim.queue.values())
+            else:
+                checked = [min([*sim.queue.values(), *background], key=lambda job: job.index)]
             for job in checked:
                 if job.index in policy.evicted:
                     continue  # evicted by a later arrival's placement: its turn is the next pass
                 later = sum(other.size for other in fg if other.index > job.index)
                 assert job.size > idle + later, (
-                    f"{policy.name}: job {job.job_id} (size {job.size}) left queued at t={sim.now:g} "
+                    f"{policy.name}: job {job.job_id} (size {job.size}) left {'queued' if job.tier is None or job.tier == 0 else 'in the background'} at t={sim.now:g} "
                     f"with {idle} idle foreground VMs and {later} held by later arrivals"
                 )
 

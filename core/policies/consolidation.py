@@ -8,7 +8,7 @@ name       background      who may preempt later-arrived foreground jobs
 ``cmbf``   no              every queued job (Algorithm 1)
 ``ambf``   no              only the head of the queue (section 4.1.2)
 ``cmcbf``  yes             every queued or background job (Algorithms 2-4)
-``amcbf``  yes             only the head of the queue
+``amcbf``  yes             only the head of the queue and the background jobs (Q u J_bg)
 ``smcbf``  yes             a job whose XFactor has reached the starvation threshold (paper 002)
 =========  ==============  =====================================================================
 
@@ -31,6 +31,11 @@ descending, onto nodes sorted by the estimated load of the other tiers, ascendin
 foreground process whose node then reaches the threshold evicts (suspends) the background
 jobs there (line 25). A background job moving up keeps its own nodes where their foreground VM
 is idle (a priority swap); if any process must change node the move is a migration.
+
+The head, where only the head may preempt, is the first job of ``Q u J_bg`` by arrival
+(Algorithm 2, line 2: "get the first job in Q u J_bg"), not of the queue alone: a background
+job that arrived before every queued job is the head, and may displace later foreground jobs
+to move up; the queue's first job then waits behind it.
 
 Choices where the paper is silent are documented on the methods below.
 """
@@ -514,13 +519,21 @@ class Consolidation(BasePolicy):
         self.resources.on_start(job)
 
     # -- who may preempt ------------------------------------------------------------------------
+    def head(self) -> int | None:
+        """The head of ``Q u J_bg``: the earliest-arrived job that is queued or running in a
+        background tier (paper 000, Algorithm 2, line 2), or None."""
+        queue = self.sim.queue
+        first = next(iter(queue)) if queue else None
+        if self._bg and (first is None or self._bg[0] < first):
+            return self._bg[0]
+        return first
+
     def may_preempt(self, job: Job, now: float) -> bool:
         """Whether ``job`` may displace later-arrived foreground jobs now."""
         if self.preemption == _ALL:
             return True
         if self.preemption == _HEAD:
-            queue = self.sim.queue
-            return job.state == QUEUED and next(iter(queue)) == job.index
+            return job.index == self.head()
         return self.starvation.starved(job, now)
 
     def later_jobs(self, job: Job) -> Iterator[int]:
@@ -543,19 +556,20 @@ class Consolidation(BasePolicy):
             yield from self._foreground_phase(sim)
             if not background or not queue:
                 return
-            head = next(iter(queue))
+            head = self.head()
             yield from self.resources.background_phase(sim)
-            # When the background phase started the head, the next job is the head now, and
-            # where only the head may preempt it gets its turn in this pass. The head's
-            # arrival rank only grows, so this ends.
-            if self.preemption != _HEAD or not queue or next(iter(queue)) == head:
+            # Where only the head may preempt, a new head gets its turn in this pass. (A head
+            # the background phase starts stays the head, in J_bg; the loop is kept for
+            # resource models whose background phase could change it. The head's arrival
+            # rank only grows, so this ends.)
+            if self.preemption != _HEAD or not queue or self.head() == head:
                 return
 
     def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
         """Queued and background jobs in the resource model's order (by arrival on nodes);
         displaced jobs rejoin the scan, since they arrived after the job that displaced them
         (paper 000, Algorithm 1, line 14)."""
-        jobs, now, queue = sim.jobs, sim.now, sim.queue
+        jobs, now = sim.jobs, sim.now
         head_only = self.preemption == _HEAD
         resources = self.resources
         order = resources.scan_order(sim, self._bg)
@@ -569,13 +583,10 @@ class Consolidation(BasePolicy):
             if plan is not None:
                 yield from dispatch(job, plan)
                 continue
-            if head_only:
-                if job.state != QUEUED:
-                    continue
-                if next(iter(queue)) != index:
-                    if idle == 0:
-                        return  # past the head nobody may preempt, and nothing is idle
-                    continue
+            if head_only and index != self.head():
+                if idle == 0:
+                    return  # past the head nobody may preempt, and nothing is idle
+                continue
             later = self._fg_later.after(index)
             if idle + later == 0:
                 return  # nothing later in arrival order can reach the foreground either
