@@ -71,14 +71,14 @@ def set_cpu(job, cpus) -> None:
     job.cpu_sum = float(sum(cpus))
 
 
-def placed_run(rows, cpus, plan, *, nodes, tiers=2, fg_overhead=0.0, bg_efficiency=EFF, seed=0, observer=None):
+def placed_run(rows, cpus, plan, *, nodes, tiers=2, fg_overhead=0.0, bg_efficiency=EFF, seed=0, observer=None, scope="job"):
     """Run ``rows`` ((submit, runtime, size, requested)) with per-job CPU usages ``cpus`` under
     :class:`Placed`; return ``(jobs, platform)``."""
     jobs = make_jobs(rows, nodes)
     assert len(jobs) == len(rows)
     for job, cpu in zip(jobs, cpus):
         set_cpu(job, cpu)
-    platform = Nodes(nodes, tiers, fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, seed=seed)
+    platform = Nodes(nodes, tiers, fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, bg_efficiency_scope=scope, seed=seed)
     Engine(jobs, platform, Placed(plan), observer=observer).run()
     return jobs, platform
 
@@ -301,8 +301,8 @@ class SpyNodes(Nodes):
         return super()._two_tier_rate_changes(dirty)
 
 
-def run_on(platform_cls, jobs, capacity, policy, seed, migration_cost=20.0, bg_threshold=0.96):
-    platform = platform_cls(capacity, 2, seed=seed)
+def run_on(platform_cls, jobs, capacity, policy, seed, migration_cost=20.0, bg_threshold=0.96, scope="job"):
+    platform = platform_cls(capacity, 2, seed=seed, bg_efficiency_scope=scope)
     policy = make_policy(policy, bg_threshold=bg_threshold)
     Engine(jobs, platform, policy, migration_cost=migration_cost).run()
     return job_records(jobs), platform
@@ -339,25 +339,26 @@ def tier_workloads(draw):
     policy=st.sampled_from(["cmcbf", "amcbf", "smcbf"]),
     accuracy=st.sampled_from([1.0, 0.0]),  # 0: busy nodes get background work, the floor binds
     bg_threshold=st.sampled_from([0.96, 1.0]),
+    scope=st.sampled_from(["job", "process"]),
 )
-def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, policy, accuracy, bg_threshold):
+def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, policy, accuracy, bg_threshold, scope):
     nodes, rows = case
     runs = []
     for cls in (SpyNodes, GenericNodes):
         jobs = make_jobs(rows, nodes)
         annotate_cpu(jobs, seed=seed, accuracy=accuracy)
-        runs.append(run_on(cls, jobs, nodes, policy, seed, bg_threshold=bg_threshold))
+        runs.append(run_on(cls, jobs, nodes, policy, seed, bg_threshold=bg_threshold, scope=scope))
     (unrolled, _), (generic, _) = runs
     assert_records_bitwise_equal(unrolled, generic, f"{policy} seed {seed}")
 
 
-@pytest.mark.parametrize(("policy", "accuracy"), [("cmcbf", 1.0), ("amcbf", 0.0)])
-def test_generic_path_equals_two_tier_path_on_kth(kth_path, policy, accuracy):
+@pytest.mark.parametrize(("policy", "accuracy", "scope"), [("cmcbf", 1.0, "job"), ("amcbf", 0.0, "job"), ("amcbf", 0.0, "process")])
+def test_generic_path_equals_two_tier_path_on_kth(kth_path, policy, accuracy, scope):
     runs = []
     for cls in (SpyNodes, GenericNodes):
         jobs, capacity = kth_jobs(kth_path)
         annotate_cpu(jobs, seed=3, accuracy=accuracy)
-        runs.append(run_on(cls, jobs, capacity, policy, seed=3))
+        runs.append(run_on(cls, jobs, capacity, policy, seed=3, scope=scope))
     (unrolled, spy), (generic, _) = runs
     assert spy.unrolled_calls > 1000  # the plain platform really took the unrolled path
     assert (unrolled["tier1_duration"] > 0).sum() > 100  # and the background tier was busy
@@ -391,7 +392,7 @@ def truncated_normal_moments(mean, sd, low, high):
 EPOCHS = 4000
 
 
-def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_efficiency="paper"):
+def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_efficiency="paper", scope="job", under=1):
     """Observe ``EPOCHS`` placement epochs on a two-tier machine.
 
     F (CPU 0.01, forever) holds node 0's foreground VM. Every 10 s a 1-second background job of
@@ -401,8 +402,8 @@ def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_
     that eff; F's rate is 1 - o. Returns (o's, eff's, background jobs, F's rates after each
     background finish).
     """
-    rows = [(0, 1e9, 1, 1e9)] + [(10 * i, 1, size, 1) for i in range(1, EPOCHS + 1)]
-    cpus = [[0.01]] + [[0.5] * size] * EPOCHS
+    rows = [(0, 1e9, under, 1e9)] + [(10 * i, 1, size, 1) for i in range(1, EPOCHS + 1)]
+    cpus = [[0.01] * under] + [[0.5] * size] * EPOCHS
     overheads, effs, alone = [], [], []
 
     def observe(sim):
@@ -416,9 +417,10 @@ def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_
         elif sim.now > 0 and 0 in sim.running:
             alone.append(fg.rate)
 
-    plan = lambda job: (0, [0]) if job.index == 0 else (1, list(range(size)))  # noqa: E731
+    plan = lambda job: (0, list(range(under))) if job.index == 0 else (1, list(range(size)))  # noqa: E731
     jobs, _ = placed_run(
-        rows, cpus, plan, nodes=size, fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, seed=seed, observer=observe
+        rows, cpus, plan, nodes=max(size, under), fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, seed=seed,
+        observer=observe, scope=scope,
     )
     return np.array(overheads), np.array(effs), jobs[1:], alone
 
@@ -604,3 +606,40 @@ def test_utilisation_never_exceeds_one_even_under_the_idle_floor(tmp_path):
     )
     assert result.jobs["finish_time"].tolist() == [100.0, approx(106.4)]
     assert result.metrics["utilization"] <= 1.0
+
+
+@pytest.mark.parametrize("size", [16, 64])
+def test_job_scope_gives_a_wide_background_job_the_papers_job_level_efficiency(size):
+    # Paper 000 reports the job-level mean efficiency of multi-process background jobs (0.428,
+    # truncated to [0.2, 0.8]: mean ~0.445). With one eff per job and placement (the default),
+    # a wide job under a busy foreground on every node runs at that eff; with one per process
+    # it runs at the slowest of ``size`` draws, about half of it.
+    effs = {}
+    for scope in ("job", "process"):
+        _, observed, _, _ = factor_samples(size, scope=scope, fg_overhead=0.0, under=size)
+        effs[scope] = observed[:400]
+    mean, _ = truncated_normal_moments(0.428, 0.144, 0.2, 0.8)
+    assert effs["job"].mean() == pytest.approx(mean, abs=0.02)  # sd 0.13 / sqrt(400): 0.0065
+    assert effs["process"].mean() < 0.3 and effs["process"].min() >= 0.2
+    assert effs["process"].mean() < 0.7 * effs["job"].mean()
+
+
+def test_in_job_scope_every_process_of_a_background_job_shares_one_eff():
+    # One placement of a 4-process background job under a busy foreground on all 4 nodes: in
+    # job scope every process gets the job's eff, in process scope each its own; either way
+    # the job runs at its slowest process (idle CPU 0.99 >= its need 0.5, so rate = eff).
+    for scope in ("job", "process"):
+        jobs = make_jobs([(0, 100, 4, 100), (0, 10, 4, 10)], 4)
+        set_cpu(jobs[0], [0.01] * 4)
+        set_cpu(jobs[1], [0.5] * 4)
+        nodes = Nodes(4, 2, fg_overhead=0.0, bg_efficiency="paper", bg_efficiency_scope=scope, seed=7)
+        factors: list[list[float]] = []
+
+        def observe(sim, nodes=nodes, factors=factors):
+            if 1 in sim.running:
+                factors.append([nodes._factor[2 * n + 1] for n in range(4)])
+
+        Engine(jobs, nodes, Placed({0: (0, [0, 1, 2, 3]), 1: (1, [0, 1, 2, 3])}), observer=observe).run()
+        assert factors, "the background job never ran"
+        assert len(set(factors[0])) == (1 if scope == "job" else 4), (scope, factors[0])
+        assert jobs[1].finish_time == approx(10 / min(factors[0]))

@@ -17,8 +17,16 @@ Progress model (DESIGN 4.1), per process, piecewise constant between events:
   rate of its slowest process.
 
 The paper draws its random factors per time slice; here they are drawn per placement epoch,
-each time a process's co-location changes (a process arrives on or leaves its node), from
-their own named streams, so rates stay piecewise constant and finish times exact.
+from their own named streams, so rates stay piecewise constant and finish times exact. The
+foreground overhead is drawn per process each time its co-location changes (a process arrives
+on or leaves its node). The background ``eff`` has two scopes (``bg_efficiency_scope``):
+
+* ``job`` (default, the paper's reading): one ``eff`` per job and placement epoch, drawn when
+  the job starts (or moves) in a background tier and shared by all its processes. The paper's
+  0.428 is the job-level mean efficiency it measured for multi-process background jobs.
+* ``process``: an independent ``eff`` per process, redrawn whenever its node's co-location
+  changes. The job then runs at its slowest process, so a wide job's efficiency is the
+  minimum of many draws (0.21-0.25 measured for wide jobs): about half the paper's figure.
 
 A change is propagated tier by tier: the processes on the nodes it touched are re-rated, and a
 job whose rate changed re-rates the lower tiers on all of its nodes, since its consumption
@@ -35,7 +43,7 @@ import numpy as np
 
 from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
 from ..errors import PolicyError
-from ..params import Param, int_in
+from ..params import Param, int_in, one_of
 from .base import BasePlatform
 from .draws import BufferedDraws
 
@@ -164,6 +172,9 @@ class Nodes(BasePlatform):
         bg_efficiency: ``"paper"`` for the paper's ``eff`` distributions, or a fixed ``eff``
             in (0, 1] for every background process (1 with ample idle CPU gives rate 1, as
             the paper's worked examples assume).
+        bg_efficiency_scope: ``"job"``: one ``eff`` per background job and placement, shared
+            by its processes (the paper's job-level figures); ``"process"``: one per process
+            and co-location change (see the module docstring).
         seed: The run's seed, for the overhead and efficiency streams.
 
     Arguments are trusted: :func:`tiersweep.core.platforms.make_platform` checks them against
@@ -185,6 +196,12 @@ class Nodes(BasePlatform):
             default=FG_OVERHEAD_MAX,
             doc="foreground slowdown o ~ U(0, fg_overhead) while a lower tier is busy",
         ),
+        "bg_efficiency_scope": Param(
+            one_of("job", "process"),
+            default="job",
+            doc="what one background eff draw covers: job (all its processes, per placement; the paper's job-level "
+            "0.428) or process (each process, per co-location change; a wide job runs at its slowest)",
+        ),
         "bg_efficiency": Param(
             _efficiency,
             default="paper",
@@ -204,10 +221,15 @@ class Nodes(BasePlatform):
         *,
         fg_overhead: float = FG_OVERHEAD_MAX,
         bg_efficiency: float | str = "paper",
+        bg_efficiency_scope: str = "job",
         seed: int = 0,
     ) -> None:
         self.fg_overhead = float(fg_overhead)
         self.bg_efficiency = bg_efficiency
+        if bg_efficiency_scope not in ("job", "process"):
+            raise ValueError(f"bg_efficiency_scope: expected job or process, got {bg_efficiency_scope!r}")
+        #: Whether one background eff covers a whole job (see the module docstring).
+        self.eff_per_job = bg_efficiency_scope == "job"
         self.capacity = nodes
         self.tiers = tiers
         vms = nodes * tiers
@@ -243,8 +265,10 @@ class Nodes(BasePlatform):
         # jobs occupying a batch of VMs.
         self._rate = array("d") if self.vectorised else []
         self._size = array("q") if self.vectorised else []
+        self._job_eff = array("d") if self.vectorised else []  # this placement's eff (job scope)
         self._rate_view = np.zeros(0)
         self._size_view = np.zeros(0, dtype=np.int64)
+        self._job_eff_view = np.zeros(0)
         #: CPU use beyond each node's capacity, summed over nodes. The paper's 4 % lower bound
         #: of a background process's idle CPU lets a node's processes use more than the whole
         #: CPU when the scheduler's estimates are wrong; utilisation counts at most 1 per node,
@@ -362,11 +386,13 @@ class Nodes(BasePlatform):
 
     def _grow_job_arrays(self, index: int) -> None:
         grown = max(2 * len(self._rate), index + 1, 1024)
-        self._rate.extend([0.0] * (grown - len(self._rate)))  # no view is alive here
-        self._size.extend([0] * (grown - len(self._size)))
+        self._size.extend([0] * (grown - len(self._size)))  # no view is alive here
+        self._job_eff.extend([0.0] * (grown - len(self._job_eff)))
+        self._rate.extend([0.0] * (grown - len(self._rate)))
         if self.vectorised:
             self._rate_view = np.frombuffer(self._rate, dtype=np.float64)
             self._size_view = np.frombuffer(self._size, dtype=np.int64)
+            self._job_eff_view = np.frombuffer(self._job_eff, dtype=np.float64)
 
     def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[Sequence[int], float]:
         if self._free is not None:
@@ -403,10 +429,12 @@ class Nodes(BasePlatform):
         self._vms[index] = vms
         self._running[index] = job
         if index >= len(self._rate):
-            self._rate_view = self._size_view = None  # release the views so the arrays can grow
+            self._rate_view = self._size_view = self._job_eff_view = None  # release the views so the arrays can grow
             self._grow_job_arrays(index)
         self._rate[index] = 0.0  # the real rate is reported by rate_changes()
         self._size[index] = job.size
+        if tier and self.eff_per_job:
+            self._job_eff[index] = self._draw_eff(job.size)  # a new placement epoch of the job
         self.rates_dirty = True
         return held, 0.0
 
@@ -452,6 +480,10 @@ class Nodes(BasePlatform):
             return self._eff.uniform(*_EFF_SINGLE)
         return self._eff.truncated_normal(*_EFF_MULTI)
 
+    def _process_eff(self, index: int) -> float:
+        """A fresh eff for a process of job ``index`` whose co-location changed (process scope)."""
+        return self._draw_eff(self._size[index])
+
     def rate_changes(self) -> list[tuple[Job, float]]:
         """Re-rate the processes on the nodes whose occupancy changed, tier by tier: a job
         whose rate changed re-rates the lower tiers on all of its nodes, since its consumption
@@ -479,8 +511,9 @@ class Nodes(BasePlatform):
     def _two_tier_rate_changes(self, dirty: list[int]) -> list[tuple[Job, float]]:
         """:meth:`rate_changes` for ``tiers: 2`` and a few touched nodes, one node at a time."""
         occ, factor, running, cpu = self.vm_job, self._factor, self._running, self._cpu
-        prate, rates, sizes, vms_of = self._prate, self._rate, self._size, self._vms
-        draw_overhead, draw_eff = self._draw_overhead, self._draw_eff
+        prate, rates, vms_of = self._prate, self._rate, self._vms
+        draw_overhead = self._draw_overhead
+        eff_of = self._job_eff.__getitem__ if self.eff_per_job else self._process_eff
         affected_fg = set()
         affected_bg = set()
         for node in dirty:
@@ -492,7 +525,7 @@ class Nodes(BasePlatform):
             if bg >= 0:
                 affected_bg.add(bg)
                 if fg >= 0:
-                    factor[2 * node + 1] = draw_eff(sizes[bg])
+                    factor[2 * node + 1] = eff_of(bg)
         changes: list[tuple[Job, float]] = []
         stale = set(dirty)
         for index in sorted(affected_fg):
@@ -574,6 +607,9 @@ class Nodes(BasePlatform):
         vms = (dirty * k)[:, None] + np.arange(k)
         if self.bg_efficiency != "paper":
             factor[vms[sharing]] = self.bg_efficiency
+            return
+        if self.eff_per_job:
+            factor[vms[sharing]] = self._job_eff_view[occupants[sharing]]
             return
         single = self._size_view[occupants[sharing]] == 1
         factor[vms[sharing]] = self._eff.mixed(single, _EFF_SINGLE, _EFF_MULTI)
