@@ -99,11 +99,17 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         default=list(DEFAULT_CPU_USAGE),
         doc="per-process CPU usage of multi-process jobs, U(low, high); single-process jobs use 1.0",
     ),
-    "cpu_accuracy": Param(unit_interval, default=1.0, doc="a in [0, 1]: the scheduler sees a*true + (1-a)*prior"),
+    "cpu_accuracy": Param(unit_interval, default=1.0, doc="a in [0, 1]: the scheduler sees a*true + (1-a)*guess"),
+    "cpu_guess": Param(
+        one_of("draw", "prior"),
+        default="draw",
+        doc="the uninformed guess: draw (per process, from the usage range; single-process jobs known to use "
+        "a whole CPU) or prior (cpu_prior for every process, the first reading: accuracies 0.25-0.75 coincide)",
+    ),
     "cpu_prior": Param(
         positive_fraction,
         default=DEFAULT_CPU_PRIOR,
-        doc="the uninformed CPU-usage guess, in (0, 1]",
+        doc="the fixed uninformed CPU-usage guess of cpu_guess: prior, in (0, 1]",
     ),
     "bandwidth": Param(
         check_bandwidth,

@@ -6,9 +6,7 @@ decided by arithmetic that can be checked here, not by a stored sweep.
 
 from __future__ import annotations
 
-import math
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -112,6 +112,7 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         usage=tuple(workload["cpu_usage"]),
         accuracy=workload["cpu_accuracy"],
         prior=workload["cpu_prior"],
+        guess=workload["cpu_guess"],
     )
     annotate_bandwidth(jobs, seed=seed, model=workload["bandwidth"])
     return Workload(jobs, report, nodes, jobs_load(jobs, nodes), scale, header)

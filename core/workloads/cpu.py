@@ -2,9 +2,23 @@
 
 Paper 000, section 5.2: a single-process job's process uses 100 % of a CPU; each process of a
 multi-process job uses ``U(0.4, 1.0)``. The range is a parameter so that the paper's "average
-CPU usage" study is one spec key. DESIGN 4.1: with accuracy ``a`` in [0, 1], the scheduler
-sees ``cpu_est = a * cpu_true + (1 - a) * prior``, ``prior`` being a fixed uninformed guess
-(default 0.7, the mean of U(0.4, 1.0)); ``a = 1`` is exact knowledge, ``a = 0`` no information.
+CPU usage" study is one spec key.
+
+What the scheduler believes, with accuracy ``a`` in [0, 1] (section 5.4 studies "the accuracy
+of CPU usage information" down to "without any CPU usage information of parallel
+processes"), is ``cpu_est = a * cpu_true + (1 - a) * guess``; ``a = 1`` is exact knowledge,
+``a = 0`` no information about the process. The uninformed ``guess`` (``cpu_guess``):
+
+* ``draw`` (default): an independent draw from the same ``U(low, high)`` as the truth, one per
+  process of a multi-process job, from its own ``"cpu_guess"`` stream. An uninformed
+  scheduler's estimates then look like real ones but say nothing about the process; as ``a``
+  moves, every estimate moves continuously and their order and threshold crossings change, so
+  each accuracy is a different experiment. A single-process job's usage is the workload's rule
+  (a whole CPU, section 3), not information about a parallel process: it is known.
+* ``prior``: one fixed value for every process, single-process ones included (``cpu_prior``,
+  default 0.7, the mean of U(0.4, 1.0)), as DESIGN 4.1 first read it. With the 0.96 threshold
+  every estimate of ``a`` below 0.87 stays under it and keeps the truth's order, so accuracies
+  0.25 to 0.75 give identical schedules: kept to reproduce earlier results.
 
 Per-process values are drawn lazily. The whole workload's draws are one sequence of the
 ``"cpu_usage"`` stream (the processes of the multi-process jobs, in workload order); each job
@@ -47,14 +61,14 @@ class CpuDraws:
         prior: The uninformed guess.
     """
 
-    __slots__ = ("_state", "_bits", "_generator", "_position", "low", "high", "accuracy", "guess")
+    __slots__ = ("_true", "_guesses", "low", "high", "accuracy", "guess")
 
-    def __init__(self, state: dict, usage: tuple[float, float], accuracy: float, prior: float) -> None:
-        self._state = state
-        self._bits = np.random.PCG64()
-        self._bits.state = state
-        self._generator = np.random.Generator(self._bits)
-        self._position = 0  # draws consumed by the cursor generator
+    def __init__(
+        self, state: dict, usage: tuple[float, float], accuracy: float, prior: float, guess_state: dict | None = None
+    ) -> None:
+        self._true = _Cursor(state)
+        #: The uninformed guesses' stream (``cpu_guess: draw``), or None for the fixed prior.
+        self._guesses = None if guess_state is None or accuracy == 1.0 else _Cursor(guess_state)
         self.low, self.high = usage
         self.accuracy = accuracy
         self.guess = (1.0 - accuracy) * prior
@@ -62,17 +76,41 @@ class CpuDraws:
     def materialize(self, offset: int, size: int) -> tuple[list[float], list[float]]:
         """The true and estimated per-process CPU usage of the job whose draws start at
         ``offset`` (jobs are usually read in workload order, so the cursor mostly moves forward)."""
+        true = self._true.uniform(offset, size, self.low, self.high)
+        if self.accuracy == 1.0:
+            return true, true
+        accuracy = self.accuracy
+        if self._guesses is not None:
+            uninformed = 1.0 - accuracy
+            guesses = self._guesses.uniform(offset, size, self.low, self.high)
+            return true, [accuracy * c + uninformed * g for c, g in zip(true, guesses)]
+        guess = self.guess
+        return true, [accuracy * c + guess for c in true]
+
+
+class _Cursor:
+    """Uniform draws of one stream read at any offset (jumping with PCG64's ``advance``)."""
+
+    __slots__ = ("_state", "_bits", "_generator", "_position")
+
+    def __init__(self, state: dict) -> None:
+        self._state = state
+        self._bits = np.random.PCG64()
+        self._bits.state = state
+        self._generator = np.random.Generator(self._bits)
+        self._position = 0  # draws consumed so far
+
+    def uniform(self, offset: int, size: int, low: float, high: float) -> list[float]:
+        """Draws ``offset .. offset + size`` of the stream, as ``U(low, high)`` values (jobs are
+        usually read in workload order, so the cursor mostly moves forward)."""
         if offset < self._position:
             self._bits.state = self._state
             self._position = 0
         if offset > self._position:
             self._bits.advance(offset - self._position)
-        true = self._generator.uniform(self.low, self.high, size).tolist()
+        values = self._generator.uniform(low, high, size).tolist()
         self._position = offset + size
-        if self.accuracy == 1.0:
-            return true, true
-        accuracy, guess = self.accuracy, self.guess
-        return true, [accuracy * c + guess for c in true]
+        return values
 
 
 def _sequential_sums(draws: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -113,6 +151,7 @@ def annotate_cpu(
     usage: tuple[float, float] = DEFAULT_CPU_USAGE,
     accuracy: float = 1.0,
     prior: float = DEFAULT_CPU_PRIOR,
+    guess: str = "draw",
 ) -> None:
     """Set the CPU usage of every job, in place: ``cpu_sum`` now, the per-process
     ``cpu_true`` and ``cpu_est`` lazily (see the module docstring).
@@ -126,7 +165,9 @@ def annotate_cpu(
         seed: The run's seed.
         usage: ``(low, high)`` with ``0 < low <= high <= 1``.
         accuracy: ``a`` in [0, 1].
-        prior: The uninformed guess, in (0, 1].
+        prior: The fixed uninformed guess, in (0, 1] (``guess: prior`` only).
+        guess: ``draw`` or ``prior``: what stands in for the truth's missing ``1 - a`` (see
+            the module docstring).
     """
     low, high = usage
     if not 0 < low <= high <= 1:
@@ -135,12 +176,16 @@ def annotate_cpu(
         raise ValueError(f"cpu_accuracy: expected a number in [0, 1], got {accuracy}")
     if not 0 < prior <= 1:
         raise ValueError(f"cpu_prior: expected a number in (0, 1], got {prior}")
+    if guess not in ("draw", "prior"):
+        raise ValueError(f"cpu_guess: expected draw or prior, got {guess!r}")
     rng = stream(seed, "cpu_usage")
-    draws = CpuDraws(rng.bit_generator.state, (low, high), accuracy, prior)
+    guess_state = stream(seed, "cpu_guess").bit_generator.state if guess == "draw" else None
+    draws = CpuDraws(rng.bit_generator.state, (low, high), accuracy, prior, guess_state)
     sizes = np.fromiter((job.size for job in jobs), np.int64, len(jobs))
     # Every single-process job uses one whole CPU: one shared (read-only) list for all of them.
+    # With drawn guesses that rule is known (see the module docstring); with the prior it is not.
     single = [1.0]
-    single_est = None if accuracy == 1.0 else [accuracy * 1.0 + draws.guess]
+    single_est = None if accuracy == 1.0 or guess == "draw" else [accuracy * 1.0 + draws.guess]
     for index in np.flatnonzero(sizes == 1).tolist():
         jobs[index].set_cpu(single, single_est, 1.0)
     # The multi-process jobs' draws, in workload order: job i's start at offsets[i] in the stream.
