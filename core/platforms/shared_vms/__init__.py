@@ -1,11 +1,15 @@
 """Platform ``shared_vms``: P machines, each hosting V VMs that share its CPU (paper 001, DESIGN 4.2).
 
-The package is four modules, one concept each:
+The package is five modules, one concept each:
 
 * :mod:`.platform`: :class:`SharedVms`, the resources (which VM runs which job) and the
-  queries policies make (EC, PC, FC, idle VMs), plus its spec parameters;
-* :mod:`.allocator`: :class:`Allocator`, the running jobs' rates under share-weighted max-min
-  fairness with the ripple effect, settled by a tuple of methods (:data:`SETTLE_PLAN`);
+  queries policies make (EC, PC, FC, idle VMs), plus its spec parameters; ``allocation``
+  picks the allocator (:data:`ALLOCATIONS`);
+* :mod:`.allocator`: :class:`Allocator` (``allocation: fixed_point``), the running jobs' rates
+  under share-weighted max-min fairness with the ripple effect, settled by a tuple of methods
+  (:data:`SETTLE_PLAN`): work-conserving;
+* :mod:`.one_pass`: :class:`OnePassAllocator` (``allocation: paper``), paper 001's one-pass
+  split: each VM its share of its machine, each job at its slowest VM's, the rest left idle;
 * :mod:`.numerics`: water-filling one machine and a deterministic sparse linear solve;
 * :mod:`.stats`: :class:`OccupancyStats`, utilisation, efficiency and utilisation per
   occupancy level integrated over time.
@@ -25,7 +29,8 @@ from .allocator import (
     Allocator,
 )
 from .numerics import solve_sparse, waterfill
-from .platform import SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
+from .one_pass import OnePassAllocator, entitlements
+from .platform import ALLOCATIONS, SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
 from .stats import OCCUPANCY_BINS, OccupancyStats
 
 __all__ = [
@@ -33,6 +38,9 @@ __all__ = [
     "SHARED_VMS_PARAMS",
     "AllocationError",
     "Allocator",
+    "OnePassAllocator",
+    "ALLOCATIONS",
+    "entitlements",
     "OccupancyStats",
     "SHARE_PRESETS",
     "RATE_TOLERANCE",

@@ -1,5 +1,11 @@
 """The CPU allocation of the shared-VM platform: share-weighted max-min fairness with the ripple effect.
 
+This is ``platform.allocation: fixed_point`` (the platform's default), the work-conserving
+allocation. ``paper`` (:mod:`.one_pass`, what the paper-001 configs use) splits each machine
+once by share and leaves idle what a throttled task cannot use; it reuses this module's
+bookkeeping (:meth:`Allocator.add`, :meth:`Allocator.remove`, the PC solve) with its own
+:meth:`~.one_pass.OnePassAllocator.settle`.
+
 Model (DESIGN 4.2, paper 001)
 -----------------------------
 Every task of a job runs at the job's rate ``r``, the rate of its slowest task (the ripple

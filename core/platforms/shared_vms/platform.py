@@ -13,8 +13,12 @@ of its slowest task (the ripple effect). A job that would take ``runtime`` secon
 isolation (i.e. using the full CPU of the PM)" therefore takes ``runtime / r`` seconds at a
 constant rate r ("the execution time is assumed to increase proportionally to the allotted
 share of the CPU given to a task", section IV-B). The rates are set by the platform's
-:class:`~.allocator.Allocator` (share-weighted max-min fairness, see that module); this
-module holds the resources (which VM runs which job) and the queries policies make.
+allocator, chosen by ``allocation`` (:data:`ALLOCATIONS`): ``fixed_point``, the
+work-conserving share-weighted max-min fair fixed point of the ripple coupling
+(:class:`~.allocator.Allocator`, the platform's default), or ``paper``, the paper's one-pass
+split in which capacity a throttled task cannot use stays idle
+(:class:`~.one_pass.OnePassAllocator`; the reproduction configs use it). This module holds
+the resources (which VM runs which job) and the queries policies make.
 
 Metrics of the paper (section V): ``equilibrium_capacity`` (EC) is a VM's allocation when
 every VM of its machine contends (water-filling with every demand at ``max``; figure 2: 3/7
@@ -34,21 +38,30 @@ import numpy as np
 
 from ...capabilities import PLACEMENT, TIME_TRACKING, VM_CAPACITIES
 from ...errors import SpecError
-from ...params import Param, boolean, int_in
+from ...params import Param, boolean, int_in, one_of
 from ..base import BasePlatform
 from .allocator import Allocator
 from .numerics import waterfill
+from .one_pass import OnePassAllocator, entitlements
 from .stats import OCCUPANCY_BINS, OccupancyStats
 
 if TYPE_CHECKING:
     from ...jobs import Job
 
-__all__ = ["SharedVms", "SHARED_VMS_PARAMS", "SHARE_PRESETS"]
+__all__ = ["SharedVms", "SHARED_VMS_PARAMS", "SHARE_PRESETS", "ALLOCATIONS"]
 
 #: Shares of the VMs on each machine by preset name (paper 001, section IV-C).
 SHARE_PRESETS: dict[str, tuple[float, ...] | None] = {
     "homogeneous": None,  # every VM share 1, whatever V
     "heterogeneous": (1.0, 1.0, 2.0, 4.0),  # defined for V = 4 only
+}
+
+#: Allocator class by ``platform.allocation``. ``fixed_point`` stays the platform's default so
+#: that results computed before the choice existed are unchanged; ``paper`` gives every job at
+#: most the rate ``fixed_point`` does (see :mod:`.one_pass`).
+ALLOCATIONS: dict[str, type[Allocator]] = {
+    "fixed_point": Allocator,
+    "paper": OnePassAllocator,
 }
 
 def _per_vm(key: str, value: Any, vms: int, low: float, high: float, *, low_open: bool, high_open: bool) -> list[float]:
@@ -112,10 +125,16 @@ SHARED_VMS_PARAMS: dict[str, Param] = {
         doc="VM shares by position on every machine: homogeneous (all 1), heterogeneous (1,1,2,4) or a list",
     ),
     "max": Param(_number_or_list(0.0, 1.0, True), default=1.0, doc="VM caps in (0, 1]: one for all, or a list by position"),
+    "allocation": Param(
+        one_of(*ALLOCATIONS),
+        default="fixed_point",
+        doc="CPU split: fixed_point (work-conserving fair fixed point of the ripple coupling) or "
+        "paper (paper 001's one pass: CPU a throttled task cannot use stays idle)",
+    ),
     "strict_allocation": Param(
         boolean,
         default=False,
-        doc="raise if a CPU allocation settling finds no fixed point (default: a feasible fallback, counted)",
+        doc="fixed_point: raise if a settling finds no fixed point (default: a feasible fallback, counted)",
     ),
     "min": Param(
         _number_or_list(0.0, 1.0, False),
@@ -177,8 +196,11 @@ class SharedVms(BasePlatform):
         max: The VMs' caps, one number for all or a list by position, each in (0, 1].
         min: The VMs' guarantees, one number for all or a list by position, each in [0, 1);
             a machine's guarantees must leave every VM something (the others' sum below 1).
+        allocation: ``"fixed_point"`` (default) or ``"paper"``: the allocator class, by
+            :data:`ALLOCATIONS`.
         strict_allocation: Raise :class:`~.allocator.AllocationError` when a settling finds no
-            fixed point, instead of the counted fallback allocation.
+            fixed point, instead of the counted fallback allocation (``fixed_point`` only;
+            the one pass of ``paper`` cannot fail).
         seed: Unused (the model has no randomness); accepted like every platform.
     """
 
@@ -211,12 +233,17 @@ class SharedVms(BasePlatform):
         shares: str | Sequence[float] = "homogeneous",
         max: float | Sequence[float] = 1.0,  # noqa: A002 - the paper's name
         min: float | Sequence[float] = 0.0,  # noqa: A002
+        allocation: str = "fixed_point",
         strict_allocation: bool = False,
         seed: int = 0,
     ) -> None:
         share_list, max_list, min_list = _sharing(vms, shares, max, min)
+        if allocation not in ALLOCATIONS:
+            raise SpecError(f"platform.allocation: unknown value {allocation!r}; valid choices: {', '.join(ALLOCATIONS)}")
         self.machines = machines
         self.vms = vms
+        #: The allocation's name (a key of :data:`ALLOCATIONS`).
+        self.allocation_kind = allocation
         self.strict_allocation = bool(strict_allocation)
         self.capacity = machines  # utilisation denominator: physical machines
         self.tiers = 1
@@ -239,8 +266,8 @@ class SharedVms(BasePlatform):
         # PC of idle VMs, valid while their machine's version (kept by the allocator) stands.
         self._pc_cache: dict[int, tuple[int, float]] = {}
         self._placed_machines: dict[int, int] = {}  # job index -> machines of its last placement
-        #: The running jobs' rates (share-weighted max-min fairness with the ripple effect).
-        self.allocator = Allocator(
+        #: The running jobs' rates (by ``allocation``: the fair fixed point or the paper's one pass).
+        self.allocator = ALLOCATIONS[allocation](
             machines, vms, self.share, self.vm_min, self.vm_max, self.vm_job, strict=self.strict_allocation
         )
         #: Utilisation, efficiency and utilisation per occupancy level, integrated over time.
@@ -475,8 +502,10 @@ class SharedVms(BasePlatform):
         """Raise AssertionError unless the settled allocation keeps every invariant of DESIGN 4.2.
 
         No machine above capacity; every active VM within [min, max]; every task at its job's
-        rate; every job at its cap or bottlenecked (on some full machine, its tasks could gain
-        only by taking from VMs whose share-weighted allocation is no larger than theirs).
+        rate. Under ``fixed_point``, every job at its cap or bottlenecked (on some full machine,
+        its tasks could gain only by taking from VMs whose share-weighted allocation is no
+        larger than theirs); under ``paper``, every job at the smallest one-pass entitlement
+        of its VMs (recomputed here from scratch).
         """
         allocator = self.allocator
         allocator.settle()
@@ -494,6 +523,22 @@ class SharedVms(BasePlatform):
                 assert self.vm_min[w] - tolerance <= a, f"VM {w} below its min"
                 if self.vm_job[w] >= 0:
                     assert a <= self.vm_max[w] + tolerance, f"VM {w} above its max"
+        if self.allocation_kind == "paper":
+            split = {
+                m: entitlements(
+                    self.position_shares,
+                    self.position_min,
+                    self.position_max,
+                    [self.vm_job[w] >= 0 for w in range(m * V, (m + 1) * V)],
+                )
+                for m in range(self.machines)
+            }
+            for index, groups in allocator.groups.items():
+                expected = min(split[m][w - m * V] for m, vms in groups.items() for w in vms)
+                assert abs(rate[index] - expected) <= tolerance, (
+                    f"job {jobs[index].job_id} has rate {rate[index]}, not its smallest entitlement {expected}"
+                )
+            return
         for index, groups in allocator.groups.items():
             r = rate[index]
             if r >= cap[index] - tolerance:
