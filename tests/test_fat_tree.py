@@ -370,7 +370,8 @@ def test_figure_3_through_the_engine(name, accepted):
 def test_bandwidth_spec_forms():
     assert check_bandwidth("none") == "none"
     assert check_bandwidth({"mean": 250}) == {"mean": 250.0, "max_mbps": 1000.0}
-    assert check_bandwidth({"formula": "paper"}) == {"formula": "paper", "link_mbps": 1000.0, "servers": 54}
+    assert check_bandwidth({"formula": "paper"}) == {"formula": "paper", "link_mbps": 1000.0, "servers": 54, "whole_vms": False}
+    assert check_bandwidth({"formula": "paper", "whole_vms": True})["whole_vms"] is True
     for bad, message in [
         ("huge", "unknown value 'huge'"),
         ({"mean": 250, "formula": "paper"}, "exactly one of mean or formula"),
@@ -378,6 +379,8 @@ def test_bandwidth_spec_forms():
         ({"mean": 1200}, "cannot be reached"),
         ({"mean": 250, "servers": 3}, "unknown key 'servers' with mean"),
         ({"formula": "other"}, "formula: unknown value 'other'"),
+        ({"formula": "paper", "whole_vms": "yes"}, "whole_vms: expected true or false"),
+        ({"mean": 250, "whole_vms": True}, "unknown key 'whole_vms' with mean"),
         (250, "expected none"),
     ]:
         with pytest.raises(ValueError, match=message):
@@ -431,8 +434,18 @@ def test_bandwidth_draws_come_from_their_own_stream():
 def test_spec_keys_and_policy_platform_pairing():
     workload, fat_tree = {"model": "jann97"}, {"kind": "fat_tree"}
     spec = validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbf"}})
-    assert spec["platform"] == {"kind": "fat_tree", "migration_cost": 20.0, "k": 6, "slots": 8, "link_mbps": 1000.0}
+    assert spec["platform"] == {
+        "kind": "fat_tree", "migration_cost": 20.0, "k": 6, "slots": 8, "link_mbps": 1000.0, "bandwidth_check": "hose"
+    }
     assert spec["policy"] == {"name": "bgmbf", "embedder": "adaba"}
+    sdf = validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbfsdf"}})
+    assert sdf["policy"] == {"name": "bgmbfsdf", "embedder": "adaba", "duration": "estimate"}
+    with pytest.raises(SpecError, match=r"^platform.bandwidth_check: unknown value 'pipe'; valid choices: hose, per_server"):
+        validate_spec({"workload": workload, "platform": {**fat_tree, "bandwidth_check": "pipe"}, "policy": {"name": "sbf"}})
+    with pytest.raises(SpecError, match=r"^policy.duration: unknown value 'oracle'; valid choices: estimate, exact"):
+        validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "sdf", "duration": "oracle"}})
+    with pytest.raises(SpecError, match=r"^policy.duration: unknown key; valid keys: embedder, name"):
+        validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbf", "duration": "exact"}})
     with pytest.raises(SpecError, match=r"^policy.embedder: unknown value 'tetris'; valid choices: adaba, oktopus"):
         validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "sbf", "embedder": "tetris"}})
     with pytest.raises(SpecError, match=r"^platform.k: expected an even integer from 2 to 128, got 5"):

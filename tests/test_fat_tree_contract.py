@@ -4,7 +4,9 @@ Every policy that runs on ``fat_tree`` is crossed with every embedder, so a new 
 embedder gets this suite by being registered. Everything is checked against an
 independent, brute-force reckoning of the hose model (:func:`reference_usage`: for every link
 of the network, which of a job's servers lie below it on the job's tree), never against the
-platform's own bookkeeping:
+platform's own bookkeeping; under both bandwidth checks (``platform.bandwidth_check``: ``hose``,
+and ``per_server``, paper 004's equation 6, for which the reference takes, on each link, the
+largest ``min(m_s, N - m_s) x B`` among the job's servers below it):
 
 * embedders, on random request streams (hypothesis): a placement has one server per VM, is
   accepted by ``check_start``, and after it no slot and no link is oversubscribed;
@@ -42,7 +44,18 @@ from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import FINISHED, REJECTED, Job
 from tiersweep.core.metrics import job_records, run_metrics
 from tiersweep.core.platforms.embedders import EMBEDDERS, fill
-from tiersweep.core.platforms.fat_tree import FatTree, FatTreeState, Placement, Request, could_ever_fit, hose_loads, quantize
+from tiersweep.core.platforms.fat_tree import (
+    BANDWIDTH_CHECKS,
+    FatTree,
+    FatTreeState,
+    Placement,
+    Request,
+    could_ever_fit,
+    hose_loads,
+    link_loads,
+    per_server_loads,
+    quantize,
+)
 from tiersweep.core.policies import POLICIES
 from tiersweep.core.policies.embedding import Bgmbf, BwReject, _PriorityOrder
 from tiersweep.core.simulate import simulate
@@ -54,6 +67,8 @@ FAT_TREE_POLICIES = sorted(name for name in POLICIES if policy_runs_on(name, "fa
 EMBEDDER_NAMES = sorted(EMBEDDERS)
 #: Small trees for random tests: (k, slots, link Mbps).
 TREES = [(2, 4, 100.0), (4, 2, 100.0), (4, 4, 100.0), (6, 8, 1000.0)]
+#: The bandwidth checks, drawn per example by the random tests (one budget for both).
+CHECKS = st.sampled_from(BANDWIDTH_CHECKS)
 
 
 def test_every_fat_tree_policy_is_covered():
@@ -91,8 +106,9 @@ def servers_below(topo, link: int, level: int, switch: int) -> list[int] | None:
 
 def reference_usage(topo, held) -> tuple[list[float], list[int]]:
     """Mbps used on every link and slots used on every server by ``held``, a list of
-    ``(placement, VMs, per-VM Mbps)``: each link carries min(m, N - m) x B for every job whose
-    tree it is on, m being the job's VMs below it."""
+    ``(placement, VMs, per-VM Mbps)``: each link carries, for every job whose tree it is on,
+    min(m, N - m) x B with m the job's VMs below it (``hose``), or the largest
+    min(m_s, N - m_s) x B among the job's servers s below it (``per_server``)."""
     used = [0.0] * topo.links
     slots = [0] * topo.servers
     for placement, size, bandwidth in held:
@@ -103,8 +119,11 @@ def reference_usage(topo, held) -> tuple[list[float], list[int]]:
         for link in range(topo.links):
             below = servers_below(topo, link, placement.level, placement.switch)
             if below is not None:
-                m = sum(counts.get(s, 0) for s in below)
-                used[link] += min(m, size - m) * bandwidth
+                if topo.check == "per_server":
+                    used[link] += max(min(counts.get(s, 0), size - counts.get(s, 0)) for s in below) * bandwidth
+                else:
+                    m = sum(counts.get(s, 0) for s in below)
+                    used[link] += min(m, size - m) * bandwidth
             elif link < topo.servers:
                 assert counts.get(link, 0) == 0, f"server {link} is not below the root of {placement!r}"
     return used, slots
@@ -129,6 +148,13 @@ def test_the_reference_agrees_with_hand_computed_loads():
     used, _ = reference_usage(topo, [(placement, 15, 50.0)])
     assert {link: u for link, u in enumerate(used) if u} == dict(hose_loads(topo, placement.counts, 15, 50.0, 3, 5))
     assert sum(used) == 50.0 * (4 + 4 + 4 + 3 + 7 + 4 + 3 + 3 + 3)
+    # per_server: the four server links as above (4, 4, 4, 3 VMs); edge 0 (servers 0 and 1)
+    # carries max(4, 4) = 4, edge 1 (server 3) 4, edge 3 (server 9) 3; pod 0 (edges 0, 1)
+    # max(4, 4) = 4, pod 1 (edge 3) 3.
+    topo = FatTree(k=6, bandwidth_check="per_server").topo
+    used, _ = reference_usage(topo, [(placement, 15, 50.0)])
+    assert {link: u for link, u in enumerate(used) if u} == dict(per_server_loads(topo, placement.counts, 15, 50.0, 3, 5))
+    assert sum(used) == 50.0 * (4 + 4 + 4 + 3 + 4 + 4 + 3 + 4 + 3)
 
 
 # -- embedders on random request streams ---------------------------------------------------------
@@ -137,6 +163,7 @@ def test_the_reference_agrees_with_hand_computed_loads():
 @st.composite
 def request_streams(draw):
     k, slots, link = draw(st.sampled_from(TREES))
+    check = draw(CHECKS)
     capacity = (k**3 // 4) * slots
     bandwidth = st.one_of(
         st.just(0.0),
@@ -146,15 +173,15 @@ def request_streams(draw):
     add = st.tuples(st.just("add"), st.integers(1, min(capacity, 3 * slots + 3)), bandwidth)
     remove = st.tuples(st.just("remove"), st.integers(0, 1000), st.just(0.0))
     ops = draw(st.lists(st.one_of(add, add, remove), min_size=1, max_size=40))
-    return (k, slots, link), ops
+    return (k, slots, link, check), ops
 
 
 @pytest.mark.parametrize("name", EMBEDDER_NAMES)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=request_streams())
 def test_embedders_never_oversubscribe(name, case):
-    (k, slots, link), ops = case
-    tree = FatTree(k=k, slots=slots, link_mbps=link)
+    (k, slots, link, check), ops = case
+    tree = FatTree(k=k, slots=slots, link_mbps=link, bandwidth_check=check)
     embed = EMBEDDERS[name]
     held: list[tuple[Job, Placement]] = []
     bmax = 0.0
@@ -181,6 +208,10 @@ def test_embedders_never_oversubscribe(name, case):
 
 @pytest.mark.parametrize("name", EMBEDDER_NAMES)
 def test_embedders_place_what_fits_on_an_idle_tree(name):
+    per_server = FatTreeState(FatTree(k=6, bandwidth_check="per_server").topo)
+    # per_server: 54 VMs of 1000 Mbps, one per server (each path carries min(1, 53) x 1000).
+    placement = EMBEDDERS[name](per_server, Request(54, 1000.0, 1000.0))
+    assert placement is not None and len(set(placement)) == 54
     state = FatTreeState(FatTree(k=6).topo)
     embed = EMBEDDERS[name]
     # Anything up to a server's slots fits on one server, whatever the demand.
@@ -196,7 +227,8 @@ def test_embedders_place_what_fits_on_an_idle_tree(name):
 
 def reference_fill(state, size, bandwidth, level, switch, servers):
     """Algorithm 1, lines 12-19, literally: for each server, try every count and keep the
-    largest whose path (checked with the reference hose model) carries the job so far."""
+    largest whose path carries the job so far (``hose``: checked with the reference hose model)
+    or the server's own VMs (``per_server``: equation 6)."""
     topo = state.topo
     counts: dict[int, int] = {}
     left = size
@@ -207,7 +239,7 @@ def reference_fill(state, size, bandwidth, level, switch, servers):
             ok = True
             for link in topo.path_links(server, level, switch):
                 below = servers_below(topo, link, level, switch)
-                x = sum(trial.get(s, 0) for s in below)
+                x = m if topo.check == "per_server" else sum(trial.get(s, 0) for s in below)
                 if min(x, size - x) * bandwidth > state.residual[link]:
                     ok = False
             if ok:
@@ -223,7 +255,7 @@ def reference_fill(state, size, bandwidth, level, switch, servers):
 @st.composite
 def busy_states(draw):
     k, slots, link = draw(st.sampled_from(TREES))
-    tree = FatTree(k=k, slots=slots, link_mbps=link)
+    tree = FatTree(k=k, slots=slots, link_mbps=link, bandwidth_check=draw(CHECKS))
     for index in range(draw(st.integers(0, 12))):
         job = Job(index, index + 1, 0.0, draw(st.integers(1, 2 * slots + 1)), 1.0)
         job.bandwidth = draw(st.sampled_from([0.0, link / 8, link / 3, link / 2]))
@@ -249,11 +281,13 @@ def test_fill_takes_the_most_vms_each_server_allows(case):
     assert (None if placement is None else list(placement.counts)) == expected
 
 
+@pytest.mark.parametrize("check", BANDWIDTH_CHECKS)
 @pytest.mark.parametrize(("k", "slots"), [(2, 4), (4, 2), (4, 4), (6, 8)])
-def test_could_ever_fit_is_exact_on_the_idle_tree(k, slots):
+def test_could_ever_fit_is_exact_on_the_idle_tree(k, slots, check):
     # No embedder ever places what it calls impossible; AdaBa, Oktopus, greedy and best fit
-    # place everything it calls possible on an idle tree (the bound is reached).
-    tree = FatTree(k=k, slots=slots, link_mbps=1000.0)
+    # place everything it calls possible on an idle tree (the bound is reached); under
+    # per_server first fit does too (on the idle tree a server's path is as wide as its link).
+    tree = FatTree(k=k, slots=slots, link_mbps=1000.0, bandwidth_check=check)
     idle = FatTreeState(tree.topo)
     demands = [0.0, 7.5, 62.5, 125.0, 200.0, 250.0, 333.0, 400.0, 500.0, 999.0, 1000.0, 1500.0]
     sizes = [*range(1, 100), *range(100, tree.capacity + 2, 37), tree.capacity, tree.capacity + 1]
@@ -263,13 +297,21 @@ def test_could_ever_fit_is_exact_on_the_idle_tree(k, slots):
             for name, embed in EMBEDDERS.items():
                 placed = embed(idle, Request(size, bandwidth, bandwidth)) is not None
                 assert possible or not placed, (name, size, bandwidth)
-                if name != "firstfit":
+                if name != "firstfit" or check == "per_server":
                     assert placed == possible, (name, size, bandwidth)
-    # Hand cases, k = 6: 16 VMs of 250 Mbps (t = 4): 12 below one edge switch + 4 = 16: yes;
-    # 25 VMs: 12 + 4 < 25 and 6 pods x 4 = 24 < 25: no. 600 Mbps (t = 1): 8 + 1 = 9 at most.
-    topo = FatTree().topo
-    assert could_ever_fit(topo, 16, 250.0) and not could_ever_fit(topo, 25, 250.0) and could_ever_fit(topo, 24, 250.0)
-    assert could_ever_fit(topo, 9, 600.0) and not could_ever_fit(topo, 10, 600.0)
+    topo = FatTree(bandwidth_check=check).topo
+    if check == "hose":
+        # Hand cases, k = 6: 16 VMs of 250 Mbps (t = 4): 12 below one edge switch + 4 = 16:
+        # yes; 25 VMs: 12 + 4 < 25 and 6 pods x 4 = 24 < 25: no. 600 Mbps (t = 1): 8 + 1 = 9.
+        assert could_ever_fit(topo, 16, 250.0) and not could_ever_fit(topo, 25, 250.0) and could_ever_fit(topo, 24, 250.0)
+        assert could_ever_fit(topo, 9, 600.0) and not could_ever_fit(topo, 10, 600.0)
+    else:
+        # 54 servers, t VMs on each: 600 Mbps (t = 1): 54 VMs, not 55; 500 Mbps (t = 2): 108.
+        assert could_ever_fit(topo, 54, 600.0) and not could_ever_fit(topo, 55, 600.0)
+        assert could_ever_fit(topo, 108, 500.0) and not could_ever_fit(topo, 109, 500.0)
+        # One full server and t elsewhere: 8 + 2 = 10 VMs of 500 Mbps on k = 2 (2 servers).
+        small = FatTree(k=2, slots=8, bandwidth_check=check).topo
+        assert could_ever_fit(small, 10, 500.0) and not could_ever_fit(small, 11, 500.0)
 
 
 # -- policies on random workloads -----------------------------------------------------------------
@@ -299,7 +341,7 @@ def fat_tree_audit(sim: Engine) -> None:
         for job in running:
             if job.index < head.index:
                 p = job.nodes
-                loads = hose_loads(tree.topo, p.counts, job.size, quantize(job.bandwidth), p.level, p.switch)
+                loads = link_loads(tree.topo, p.counts, job.size, quantize(job.bandwidth), p.level, p.switch)
                 without.take(p.counts, loads)
         assert policy.embedding.function(without, tree.request(head, policy.bmax)) is None, (
             f"{policy.name}: head {head.job_id} left queued at t={sim.now:g} though it embeds without the "
@@ -311,6 +353,7 @@ def fat_tree_audit(sim: Engine) -> None:
 @st.composite
 def workloads(draw):
     k, slots, link = draw(st.sampled_from(TREES[:3]))
+    check = draw(CHECKS)
     capacity = (k**3 // 4) * slots
     n = draw(st.integers(1, 25))
     jobs = []
@@ -325,7 +368,7 @@ def workloads(draw):
         job.bandwidth = draw(st.one_of(st.just(0.0), some, st.floats(0.0, link, allow_nan=False)))
         jobs.append(job)
     migration_cost = draw(st.sampled_from([0.0, 20.0]))
-    return (k, slots, link), jobs, migration_cost
+    return (k, slots, link, check), jobs, migration_cost
 
 
 def run_audited(name: str, embedder: str, tree: FatTree, jobs: list[Job], migration_cost: float = 20.0):
@@ -366,8 +409,8 @@ def assert_lifecycle(name: str, embedder: str, tree: FatTree, jobs: list[Job], p
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=workloads())
 def test_policies_keep_the_contract_on_random_workloads(name, embedder, case):
-    (k, slots, link), jobs, migration_cost = case
-    tree = FatTree(k=k, slots=slots, link_mbps=link)
+    (k, slots, link, check), jobs, migration_cost = case
+    tree = FatTree(k=k, slots=slots, link_mbps=link, bandwidth_check=check)
     policy = run_audited(name, embedder, tree, jobs, migration_cost)
     assert_lifecycle(name, embedder, tree, jobs, policy)
 
@@ -379,7 +422,7 @@ def test_bgmbf_never_lets_later_arrivals_delay_the_head(name, embedder, case):
     # After every pass: if the head is still queued, it cannot embed even in the state rebuilt
     # from scratch without every running job that arrived after it (the audit's check), so no
     # backfilled job ever holds it back past the moment it could start without them.
-    (k, slots, link), jobs, migration_cost = case
+    (k, slots, link, check), jobs, migration_cost = case
 
     def audit(sim):
         fat_tree_audit(sim)
@@ -387,7 +430,7 @@ def test_bgmbf_never_lets_later_arrivals_delay_the_head(name, embedder, case):
             event("a head waited while later arrivals ran")  # the check had teeth (--hypothesis-show-statistics)
 
     policy = counting_policy(name, embedder=embedder)
-    tree = FatTree(k=k, slots=slots, link_mbps=link)
+    tree = FatTree(k=k, slots=slots, link_mbps=link, bandwidth_check=check)
     Engine(jobs, tree, policy, migration_cost=migration_cost, observer=audit).run()
     assert_lifecycle(name, embedder, tree, jobs, policy)
 
@@ -426,18 +469,19 @@ def test_everything_is_released_on_finish_and_on_suspension():
     assert tree.state.is_idle() and tree.state.residual == [100.0] * tree.topo.links
 
 
+@pytest.mark.parametrize(("check", "mean"), [("hose", 50), ("per_server", 250)])
 @pytest.mark.parametrize("name", FAT_TREE_POLICIES)
-def test_policies_keep_the_contract_on_kth(kth_path, name):
+def test_policies_keep_the_contract_on_kth(kth_path, name, check, mean):
     spec = validate_spec(
         {
             "seed": 4,
-            "workload": {"trace": str(kth_path), "jobs": 400, "load": 0.9, "bandwidth": {"mean": 50}},
-            "platform": {"kind": "fat_tree"},
+            "workload": {"trace": str(kth_path), "jobs": 400, "load": 0.9, "bandwidth": {"mean": mean}},
+            "platform": {"kind": "fat_tree", "bandwidth_check": check},
             "policy": {"name": name},
         }
     )
     jobs = build_workload(spec["workload"], seed=4, nodes=432).jobs
-    tree = FatTree()
+    tree = FatTree(bandwidth_check=check)
     passes = []
 
     def sampled_audit(sim):

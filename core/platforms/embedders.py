@@ -6,12 +6,18 @@ Each embedder is a function ``embed(state, request) -> Placement | None`` of a
 oversubscribes a slot or a link: every embedder builds it with the same exact checks that
 :meth:`FatTree.check_start` applies, and the engine checks it again.
 
+Every embedder follows the platform's ``bandwidth_check`` (``state.topo.check``; see
+:mod:`tiersweep.core.platforms.fat_tree`): the loads it weighs or checks are
+:func:`~tiersweep.core.platforms.fat_tree.link_loads`.
+
 Shared building block (Algorithm 1, lines 8-20): :func:`fill` places the VMs on the servers
 below a chosen root switch, in a given server order, each server taking as many VMs as the
-hose-model constraint on every link of its path to the root allows, given the VMs already
-placed (a link's load depends only on how many of the job's VMs lie below it, and every time a
-server below a link takes VMs the link is checked with the new count, so the last check of each
-link is against its final load: the result is valid as a whole).
+check allows on every link of its path to the root. Under ``hose`` that depends on the VMs
+already placed (a link's load depends only on how many of the job's VMs lie below it, and
+every time a server below a link takes VMs the link is checked with the new count, so the last
+check of each link is against its final load: the result is valid as a whole). Under
+``per_server`` each server is checked on its own against its path's residuals (equation 6), so
+the order of the servers decides only who gets the VMs.
 
 ========== =====================================================================================
 ``adaba``  Algorithm 1: server weight ``-0.5 a^2 + L (B / Bmax) a`` (``a`` its free slots,
@@ -42,7 +48,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .fat_tree import AGGREGATION, CORE, EDGE, FatTreeState, Placement, Request, hose_loads
+from .fat_tree import AGGREGATION, CORE, EDGE, PER_SERVER, FatTreeState, Placement, Request, link_loads
 
 __all__ = ["EMBEDDERS", "Embedder", "fill", "adaba", "bestfit", "oktopus", "greedy", "firstfit"]
 
@@ -67,9 +73,12 @@ def fill(
     ``switch`` at ``level``; each server takes the most VMs its path allows. None if they do
     not all fit.
 
-    A link with ``c`` of the job's VMs already below it and room for ``t`` separated VMs
-    accepts ``m`` more when ``c + m <= t`` or ``c + m >= size - t``; when ``m`` fails a link,
-    no count between ``t - c`` and ``m`` passes it, so the search jumps there."""
+    ``hose``: a link with ``c`` of the job's VMs already below it and room for ``t`` separated
+    VMs accepts ``m`` more when ``c + m <= t`` or ``c + m >= size - t``; when ``m`` fails a
+    link, no count between ``t - c`` and ``m`` passes it, so the search jumps there.
+    ``per_server``: a server takes ``m`` when ``min(m, size - m) * B`` fits the least residual
+    of its path; when ``m`` fails, every count between ``t`` and ``m`` fails too (both
+    ``m' > t`` and ``size - m' >= size - m > t``), so it takes ``t``."""
     topo = state.topo
     h = topo.h
     free, residual = state.free, state.residual
@@ -93,6 +102,25 @@ def fill(
     i = switch % h if level == AGGREGATION else switch // h
     j = switch % h
     edge_base, agg_base = topo.edge_base, topo.agg_base
+    if topo.check == PER_SERVER:
+        for server in servers:
+            a = free[server]
+            if not a:
+                continue
+            m = a if a < left else left
+            if bandwidth:
+                edge = server // h
+                room = min(residual[server], residual[edge_base + edge * h + i])
+                if level == CORE:
+                    room = min(room, residual[agg_base + ((edge // h) * h + i) * h + j])
+                if min(m, size - m) * bandwidth > room:
+                    m = _most(room, bandwidth)
+            if m > 0:
+                counts.append((server, m))
+                left -= m
+                if not left:
+                    return Placement(counts, level, switch)
+        return None
     per_edge: dict[int, int] = {}
     per_pod: dict[int, int] = {}
     for server in servers:
@@ -143,7 +171,9 @@ def _subtree_search(
     topo = state.topo
     if size > state.total_free:
         return None
-    edge_free, pod_free = state.edge_free, state.pod_free
+    edge_free, pod_free, total = _room_below(state, size, bandwidth)
+    if size > total:
+        return None
     for edge in range(topo.edges):
         if edge_free[edge] >= size:
             placement = fill(state, size, bandwidth, EDGE, edge, order(topo.edge_servers[edge]))
@@ -163,6 +193,29 @@ def _subtree_search(
         if placement is not None:
             return placement
     return None
+
+
+def _room_below(state: FatTreeState, size: int, bandwidth: float) -> tuple[list[int], list[int], int]:
+    """Upper bounds on how many of the job's VMs :func:`fill` can place below each edge
+    switch, in each pod and in all: per server, the most its own link allows (a path includes
+    that link, and ``fill`` never gives a server more). A root whose bound is below ``size``
+    cannot succeed, so the search skips it without changing its answer: under ``per_server``
+    a job that fits nowhere otherwise costs a fill per switch of the tree."""
+    if not bandwidth:
+        return state.edge_free, state.pod_free, state.total_free
+    topo = state.topo
+    h = topo.h
+    free, residual = state.free, state.residual
+    edge_room = [0] * topo.edges
+    for server in topo.all_servers:
+        a = free[server]
+        if a:
+            m = a if a < size else size
+            if (m if m < size - m else size - m) * bandwidth > residual[server]:
+                m = _most(residual[server], bandwidth)
+            edge_room[server // h] += m
+    pod_room = [sum(edge_room[p * h : p * h + h]) for p in range(topo.pods)]
+    return edge_room, pod_room, sum(pod_room)
 
 
 def adaba(state: FatTreeState, request: Request) -> Placement | None:
@@ -235,7 +288,7 @@ def greedy(state: FatTreeState, request: Request) -> Placement | None:
             return
         used_after = max(
             capacity - residual[link] + amount
-            for link, amount in hose_loads(topo, placement.counts, size, bandwidth, placement.level, placement.switch)
+            for link, amount in link_loads(topo, placement.counts, size, bandwidth, placement.level, placement.switch)
         )
         if best is None or used_after < best_score:
             best, best_score = placement, used_after
@@ -297,7 +350,7 @@ def firstfit(state: FatTreeState, request: Request) -> Placement | None:
     else:
         level, roots = CORE, range(topo.cores)
     for switch in roots:
-        if all(amount <= residual[link] for link, amount in hose_loads(topo, counts, size, bandwidth, level, switch)):
+        if all(amount <= residual[link] for link, amount in link_loads(topo, counts, size, bandwidth, level, switch)):
             return Placement(counts, level, switch)
     return None
 

@@ -9,16 +9,37 @@ is the residual slots of each server and the residual bandwidth of each link.
 A job asks for a time-aware virtual cluster: ``size`` VMs of ``bandwidth`` Mbps each (hose
 model), for its duration. A :class:`Placement` puts ``m_s`` of its VMs on each server ``s``
 and its virtual switch on one physical switch (paper 004, eq. 3-5); traffic runs on the tree
-of paths from the servers up to that switch. Hose model (eq. 6): a link that separates ``m``
-of the job's VMs from the other ``N - m`` carries ``min(m, N - m) * B``; VMs on one server talk
-over its loopback for free. On the tree rooted at the virtual switch the links are:
+of paths from the servers up to that switch. On the tree rooted at the virtual switch the
+links are:
 
-* the server's link to its edge switch (``m`` = the VMs on that server);
+* the server's link to its edge switch;
 * below an aggregation or core root, the edge switch's link to aggregation switch ``i`` of
-  its pod (``m`` = the VMs under that edge switch), where ``i`` is the root's position
-  (aggregation switch ``i`` of its pod, or core switch ``i * k/2 + j``, which is wired to
-  aggregation switch ``i`` of every pod);
-* below a core root, the aggregation switch's link to that core (``m`` = the VMs in the pod).
+  its pod, where ``i`` is the root's position (aggregation switch ``i`` of its pod, or core
+  switch ``i * k/2 + j``, which is wired to aggregation switch ``i`` of every pod);
+* below a core root, the aggregation switch's link to that core.
+
+VMs on one server talk over its loopback for free. What a link must carry is set by
+``platform.bandwidth_check`` (:data:`BANDWIDTH_CHECKS`):
+
+``hose`` (default)
+    The hose-model bound on the link as a whole: a link that separates ``m`` of the job's VMs
+    from the other ``N - m`` carries ``min(m, N - m) * B``, ``m`` counting every VM below it
+    (on the server, under the edge switch, in the pod). :func:`hose_loads`.
+``per_server``
+    Paper 004's equation 6 as stated and as Algorithm 1 (lines 12-17) applies it: each server
+    ``s`` on its own, ``min(m_s, N - m_s) * B`` (``m_s`` its VMs) must fit the residual of
+    every link on its path to the virtual switch, with the residuals as they were before the
+    job; the servers of one job are not added up. A link so carries the largest such amount
+    of the job's servers below it, which is what is reserved (so the check and the
+    reservation agree, and no link is ever promised more than its capacity).
+    :func:`per_server_loads`. On a server's own link the two checks agree. Above it,
+    ``per_server`` is looser when several servers below a link each hold a few of a large
+    job's VMs (a job spread one VM per server over all 54 servers needs ``B`` on every link;
+    the hose bound needs ``3 B`` on an edge switch's uplink and ``9 B`` on a pod's) and
+    stricter when most of the job is below the link (a link with 6 of 7 VMs below it, 3 + 3 on
+    two servers, carries ``B`` under ``hose``, ``3 B`` under ``per_server``). With
+    ``per_server`` and the paper's size-dependent demands (``workload.bandwidth: {formula:
+    paper, whole_vms: true}``) every job fits the idle tree, spread over its servers.
 
 Bandwidths are kept as multiples of 1/1024 Mbps (a demand is rounded up to the next multiple,
 the link capacity to the nearest): sums and differences of such numbers are exact in binary
@@ -38,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..params import Param, int_in, is_whole, number_at_least
+from ..params import Param, int_in, is_whole, number_at_least, one_of
 from ..capabilities import EMBEDDING, TIME_TRACKING
 from .base import BasePlatform
 
@@ -52,12 +73,17 @@ __all__ = [
     "Placement",
     "Request",
     "hose_loads",
+    "per_server_loads",
+    "link_loads",
     "could_ever_fit",
     "quantize",
     "EDGE",
     "AGGREGATION",
     "CORE",
     "FAT_TREE_PARAMS",
+    "BANDWIDTH_CHECKS",
+    "HOSE",
+    "PER_SERVER",
 ]
 
 #: Levels of the switch that hosts a job's virtual switch.
@@ -65,6 +91,10 @@ EDGE, AGGREGATION, CORE = 1, 2, 3
 _LEVEL_NAMES = {EDGE: "edge", AGGREGATION: "aggregation", CORE: "core"}
 #: Bandwidth resolution: 1/1024 Mbps (about 1 kbit/s).
 _STEPS_PER_MBPS = 1024
+#: The values of ``platform.bandwidth_check``: what a job's placement must leave on each link
+#: (see the module docstring).
+HOSE, PER_SERVER = "hose", "per_server"
+BANDWIDTH_CHECKS = (HOSE, PER_SERVER)
 
 
 def quantize(mbps: float) -> float:
@@ -118,20 +148,25 @@ class Placement(tuple):
 
 
 class Topology:
-    """The fixed wiring of a k-ary fat-tree: ids of servers, switches and links.
+    """The fixed wiring of a k-ary fat-tree: ids of servers, switches and links, and the rule
+    (:attr:`check`) by which a placement loads the links.
 
     Servers ``0 .. k^3/4 - 1``: server ``s`` hangs off edge switch ``s // (k/2)``, which is in
     pod ``s // (k/2)^2``. Links are numbered in one flat range: server links first (link ``s``
     joins server ``s`` to its edge switch), then edge-to-aggregation links (:meth:`edge_link`),
     then aggregation-to-core links (:meth:`agg_link`).
+
+    The check lives here, with the wiring, because everything that reckons loads (the
+    platform, every embedder, :func:`could_ever_fit`, a policy's "what if" copies of the
+    state) already holds the topology: none of them can then disagree with the platform.
     """
 
     __slots__ = (
-        "k", "h", "slots", "link_mbps", "servers", "edges", "aggs", "cores", "pods", "links",
+        "k", "h", "slots", "link_mbps", "check", "servers", "edges", "aggs", "cores", "pods", "links",
         "edge_base", "agg_base", "edge_servers", "pod_servers", "all_servers",
     )
 
-    def __init__(self, k: int, slots: int, link_mbps: float) -> None:
+    def __init__(self, k: int, slots: int, link_mbps: float, check: str = HOSE) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
             raise ValueError(f"k must be an even integer >= 2, got {k!r}")
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
@@ -139,8 +174,10 @@ class Topology:
         capacity = round(link_mbps * _STEPS_PER_MBPS) / _STEPS_PER_MBPS
         if not capacity > 0 or not math.isfinite(capacity):
             raise ValueError(f"link_mbps must be a positive number (at least 1/1024), got {link_mbps!r}")
+        if check not in BANDWIDTH_CHECKS:
+            raise ValueError(f"bandwidth_check must be one of {', '.join(BANDWIDTH_CHECKS)}, got {check!r}")
         h = k // 2
-        self.k, self.h, self.slots, self.link_mbps = k, h, slots, capacity
+        self.k, self.h, self.slots, self.link_mbps, self.check = k, h, slots, capacity, check
         self.servers = k * h * h
         self.edges = self.aggs = k * h
         self.cores = h * h
@@ -241,12 +278,70 @@ def hose_loads(
     return loads
 
 
+def per_server_loads(
+    topo: Topology, counts: Sequence[tuple[int, int]], size: int, bandwidth: float, level: int, switch: int
+) -> list[tuple[int, float]]:
+    """The bandwidth a placement reserves under ``per_server`` (paper 004, eq. 6).
+
+    Arguments as for :func:`hose_loads`.
+
+    Returns:
+        ``(link, Mbps)`` for every loaded link of the job's tree: the largest
+        ``min(m_s, N - m_s) * B`` among the job's servers ``s`` whose path to the root crosses
+        the link (``m_s`` the VMs on ``s``), links carrying nothing left out. Server links
+        first, then edge, then aggregation links, each by the order of ``counts``.
+    """
+    h = topo.h
+    loads = []
+    per_edge: dict[int, float] = {}
+    for server, m in counts:
+        amount = min(m, size - m) * bandwidth
+        if amount > 0:
+            loads.append((server, amount))
+            # Equation 6 holds each server's amount against every link of its path on its
+            # own: a link shared by several of the job's servers needs only the largest.
+            edge = server // h
+            if amount > per_edge.get(edge, 0.0):
+                per_edge[edge] = amount
+    if level == EDGE:
+        return loads
+    i = switch % h if level == AGGREGATION else switch // h
+    for edge, amount in per_edge.items():
+        loads.append((topo.edge_link(edge, i), amount))
+    if level == CORE:
+        j = switch % h
+        per_pod: dict[int, float] = {}
+        for edge, amount in per_edge.items():
+            if amount > per_pod.get(edge // h, 0.0):
+                per_pod[edge // h] = amount
+        for pod, amount in per_pod.items():
+            loads.append((topo.agg_link(pod * h + i, j), amount))
+    return loads
+
+
+def link_loads(
+    topo: Topology, counts: Sequence[tuple[int, int]], size: int, bandwidth: float, level: int, switch: int
+) -> list[tuple[int, float]]:
+    """The bandwidth a placement reserves under the topology's check (:attr:`Topology.check`):
+    :func:`hose_loads` or :func:`per_server_loads`."""
+    loads = per_server_loads if topo.check == PER_SERVER else hose_loads
+    return loads(topo, counts, size, bandwidth, level, switch)
+
+
 def could_ever_fit(topo: Topology, size: int, bandwidth: float) -> bool:
-    """Whether any placement holds ``size`` VMs of ``bandwidth`` Mbps on the idle fat-tree.
+    """Whether any placement holds ``size`` VMs of ``bandwidth`` Mbps on the idle fat-tree,
+    under the topology's check.
 
     Exact, whatever the embedder. Let ``t`` be the most VMs a link can separate from the rest
     (``t * B <= capacity``). If ``size <= 2t`` every link is fine and only slots count.
-    Otherwise each link must have at most ``t`` of the job's VMs on one side; two subtrees
+
+    ``per_server``: every link has the same capacity, so a server's path is fine exactly when
+    its own link is: each server holds at most ``t`` of the job's VMs, or at least
+    ``size - t`` (at most one server can, when ``size > 2t``). So ``size <= S min(t, L)``
+    (``S`` servers of ``L`` slots, a core root), or ``size <= L + t`` (one server full, the
+    rest, at most ``t``, elsewhere).
+
+    ``hose``: each link must have at most ``t`` of the job's VMs on one side; two subtrees
     cannot both hold more than ``t`` (together they would hold more than ``size``), so the
     "big" sides form one chain down from the root, and everything outside its deepest member
     ``D`` totals at most ``t``, while ``D``'s own children each hold at most ``t``. So
@@ -266,6 +361,8 @@ def could_ever_fit(topo: Topology, size: int, bandwidth: float) -> bool:
         t -= 1
     if size <= 2 * t:
         return True
+    if topo.check == PER_SERVER:
+        return size <= topo.servers * min(t, slots) or size <= slots + t
     deepest = max(slots, h * min(t, slots), h * min(t, h * slots))
     return size <= deepest + t or size <= k * min(t, h * h * slots)
 
@@ -359,6 +456,12 @@ FAT_TREE_PARAMS: dict[str, Param] = {
     "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
     "slots": Param(int_in(1, 4096, "each slot is a VM"), default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
     "link_mbps": Param(number_at_least(1 / _STEPS_PER_MBPS), default=1000.0, doc="capacity of every link, Mbps (at least 1/1024)"),
+    "bandwidth_check": Param(
+        one_of(*BANDWIDTH_CHECKS),
+        default=HOSE,
+        doc="what a placement must leave on each link: hose (min(m, N-m) x B for all m VMs below it) "
+        "| per_server (paper 004 eq. 6: each server's min(m_s, N-m_s) x B on its own path)",
+    ),
 }
 
 
@@ -369,6 +472,8 @@ class FatTree(BasePlatform):
         k: The fat-tree parameter (even, >= 2): ``k^3/4`` servers.
         slots: VM slots per server (L).
         link_mbps: Capacity of every link, Mbps.
+        bandwidth_check: ``hose`` or ``per_server``: how a placement loads the links (see the
+            module docstring).
         seed: The run's seed (unused: nothing here is random).
 
     Attributes:
@@ -390,8 +495,10 @@ class FatTree(BasePlatform):
     #: ``placement``): only policies that embed virtual clusters run here.
     CAPABILITIES = frozenset({TIME_TRACKING, EMBEDDING})
 
-    def __init__(self, k: int = 6, slots: int = 8, link_mbps: float = 1000.0, *, seed: int = 0) -> None:
-        self.topo = Topology(k, slots, link_mbps)
+    def __init__(
+        self, k: int = 6, slots: int = 8, link_mbps: float = 1000.0, bandwidth_check: str = HOSE, *, seed: int = 0
+    ) -> None:
+        self.topo = Topology(k, slots, link_mbps, bandwidth_check)
         self.state = FatTreeState(self.topo)
         self.capacity = self.topo.servers * slots
         self.tiers = 1
@@ -453,7 +560,7 @@ class FatTree(BasePlatform):
             if m > state.free[server]:
                 return f"{m} VMs on server {server}, which has {state.free[server]} free slots", None
         pairs = sorted(counts.items())
-        loads = hose_loads(topo, pairs, job.size, self.demand(job), level, switch)
+        loads = link_loads(topo, pairs, job.size, self.demand(job), level, switch)
         residual = state.residual
         for link, amount in loads:
             if amount > residual[link]:
