@@ -115,7 +115,8 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         check_bandwidth,
         default="none",
         doc="per-VM bandwidth demands (Mbps) for network-aware platforms: none | {mean: M, max_mbps: 1000} "
-        "(paper 004's normal model around a mean) | {formula: paper, link_mbps: 1000, servers: 54} (as printed)",
+        "(paper 004's normal model around a mean) | {formula: paper, link_mbps: 1000, servers: 54, whole_vms: false} "
+        "(as printed; whole_vms: MaxB = R / ceil(N / S), every job fits the empty tree)",
     ),
 }
 

@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import FINISHED, REJECTED, Job
 from tiersweep.core.metrics import job_records, run_metrics
+from tiersweep.core.platforms import embedders
 from tiersweep.core.platforms.embedders import EMBEDDERS, fill
 from tiersweep.core.platforms.fat_tree import (
     BANDWIDTH_CHECKS,
@@ -279,6 +280,24 @@ def test_fill_takes_the_most_vms_each_server_allows(case):
     placement = fill(tree.state, size, bandwidth, level, switch, servers)
     expected = reference_fill(tree.state, size, bandwidth, level, switch, servers)
     assert (None if placement is None else list(placement.counts)) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=busy_states(), name=st.sampled_from(EMBEDDER_NAMES))
+def test_skipping_roots_the_server_links_rule_out_changes_no_answer(case, name):
+    # The searches skip a root when its servers' own links cannot take the job
+    # (embedders._room_below); with the bound replaced by plain free slots (no skipping) every
+    # embedder gives the same answer.
+    tree, size, bandwidth, _, _, _ = case
+    request = Request(size, bandwidth, max(bandwidth, tree.topo.link_mbps / 2))
+    fast = EMBEDDERS[name](tree.state, request)
+    saved = embedders._room_below
+    embedders._room_below = lambda state, size, bandwidth: (state.edge_free, state.pod_free, state.total_free)
+    try:
+        slow = EMBEDDERS[name](tree.state, request)
+    finally:
+        embedders._room_below = saved
+    assert fast == slow and (fast is None or (fast.level, fast.switch) == (slow.level, slow.switch))
 
 
 @pytest.mark.parametrize("check", BANDWIDTH_CHECKS)

@@ -293,12 +293,16 @@ def greedy(state: FatTreeState, request: Request) -> Placement | None:
         if best is None or used_after < best_score:
             best, best_score = placement, used_after
 
+    # Roots below which the servers' own links cannot take the job are skipped (no placement).
+    edge_room, pod_room, total_room = _room_below(state, size, bandwidth)
+    if size > total_room:
+        return None
     for edge in range(topo.edges):
-        if state.edge_free[edge] >= size:
+        if edge_room[edge] >= size:
             servers = sorted([s for s in topo.edge_servers[edge] if free[s]], key=lambda s: -residual[s])
             consider(fill(state, size, bandwidth, EDGE, edge, servers))
     for pod in range(topo.pods):
-        if state.pod_free[pod] < size:
+        if pod_room[pod] < size:
             continue
         candidates = [s for s in topo.pod_servers[pod] if free[s]]
         for i in range(h):

@@ -100,7 +100,7 @@ EXACT, ESTIMATE = "exact", "estimate"
 DURATION = Param(
     one_of(ESTIMATE, EXACT),
     default=ESTIMATE,
-    doc="shortest duration first by: estimate (the workload's estimate rule) | exact (the runtime, as paper 004's experiments)",
+    doc="shortest duration first by: estimate (the workload's estimate rule) | exact (the runtime, as in paper 004)",
 )
 
 
