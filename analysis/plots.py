@@ -3,8 +3,9 @@ series, grey levels, error bars from t intervals over seeds.
 
 * :func:`metric_grid` - each metric against one axis (load, migration cost, ...), one line per
   policy: paper 000 figures 3-4 (:data:`PAPER000_METRICS` against ``workload.load``), the
-  sensitivity curves, paper 004's waiting time (the paper's rpt)/bsd/migrations against load and accept rate against mean
-  bandwidth, paper 001's utilisation against occupancy.
+  sensitivity curves, paper 004's waiting time (what its "response time" rpt measures),
+  bounded slowdown and migrations against load and accept rate against mean bandwidth, paper
+  001's utilisation against occupancy.
 * :func:`gantt` - one run's schedule from its ``segments``: nodes x time, foreground dark,
   background light, suspensions marked.
 * :func:`utilisation_over_time` - the share of each tier's VMs held over time, from the same.
