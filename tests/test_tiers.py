@@ -584,8 +584,8 @@ def test_tier_durations_are_the_time_each_job_held_vms(kth_consolidated):
 
 
 def test_utilisation_never_exceeds_one_even_under_the_idle_floor(tmp_path):
-    # One node, two tiers, fixed factors (o = 0, eff 0.9), no CPU information (cpu_accuracy 0:
-    # every estimate is 0.7 < 0.96). A (1 process, true CPU 1.0, 100 s) runs in the
+    # One node, two tiers, fixed factors (o = 0, eff 0.9), no CPU information with the fixed
+    # prior (cpu_accuracy 0, cpu_guess prior: every estimate is 0.7 < 0.96). A (1 process, true CPU 1.0, 100 s) runs in the
     # foreground; B (1 process, true CPU 1.0, 10 s) is placed in the background under A and
     # progresses at 0.9 * 0.04 (floor) = 0.036 while consuming 0.036 of a node A fully uses.
     # After A ends at 100, B (3.6 s done) moves up and finishes at 106.4.
@@ -599,7 +599,7 @@ def test_utilisation_never_exceeds_one_even_under_the_idle_floor(tmp_path):
     )
     result = simulate(
         {
-            "workload": {"trace": str(trace), "cpu_accuracy": 0.0},
+            "workload": {"trace": str(trace), "cpu_accuracy": 0.0, "cpu_guess": "prior"},
             "platform": {"tiers": 2, "fg_overhead": 0.0, "bg_efficiency": 0.9},
             "policy": {"name": "cmcbf"},
         }
