@@ -254,4 +254,4 @@ def test_the_paper004_configs_check_per_server_and_order_by_exact_duration(monke
     specs += [validate_spec(load_spec_file(ROOT / "configs" / name)) for name in PAPER004_RUNS]
     assert all(spec["platform"]["bandwidth_check"] == "per_server" for spec in specs)
     ordered = [spec for spec in specs if spec["policy"]["name"] in ("sdf", "bgmbfsdf")]
-    assert len(ordered) == 120 and all(spec["policy"]["duration"] == "exact" for spec in ordered)
+    assert len(ordered) == 400 and all(spec["policy"]["duration"] == "exact" for spec in ordered)
