@@ -84,36 +84,26 @@ def fill(
     free, residual = state.free, state.residual
     left = size
     counts: list[tuple[int, int]] = []
-    if level == EDGE:
-        for server in servers:
-            a = free[server]
-            if not a:
-                continue
-            m = a if a < left else left
-            if bandwidth and min(m, size - m) * bandwidth > residual[server]:
-                # Fails: t < m < size - t, so the most is t itself.
-                m = _most(residual[server], bandwidth)
-            if m > 0:
-                counts.append((server, m))
-                left -= m
-                if not left:
-                    return Placement(counts, level, switch)
-        return None
     i = switch % h if level == AGGREGATION else switch // h
     j = switch % h
     edge_base, agg_base = topo.edge_base, topo.agg_base
-    if topo.check == PER_SERVER:
+    if level == EDGE or topo.check == PER_SERVER:
+        # Each server on its own: at the edge a server's path is its own link (both checks
+        # agree there); per_server checks each server's whole path.
         for server in servers:
             a = free[server]
             if not a:
                 continue
             m = a if a < left else left
             if bandwidth:
-                edge = server // h
-                room = min(residual[server], residual[edge_base + edge * h + i])
-                if level == CORE:
-                    room = min(room, residual[agg_base + ((edge // h) * h + i) * h + j])
+                room = residual[server]
+                if level != EDGE:
+                    edge = server // h
+                    room = min(room, residual[edge_base + edge * h + i])
+                    if level == CORE:
+                        room = min(room, residual[agg_base + ((edge // h) * h + i) * h + j])
                 if min(m, size - m) * bandwidth > room:
+                    # Fails: t < m < size - t, so the most is t itself.
                     m = _most(room, bandwidth)
             if m > 0:
                 counts.append((server, m))

@@ -251,7 +251,7 @@ class Allocator:
             updated in place by the platform before :meth:`add` and after :meth:`remove`.
         strict: Raise :class:`AllocationError` when no method finds a fixed point, instead of
             the counted :meth:`fallback`.
-        methods: The settling methods, tried in order (default :data:`SETTLE_PLAN`).
+        methods: The settling methods, tried in order (default: the class's :attr:`settle_plan`).
 
     Attributes:
         rate: Rate of each running job, by job index (settled only after :meth:`settle`).
@@ -266,6 +266,10 @@ class Allocator:
         fallbacks: Settlings that ended in :meth:`fallback`.
     """
 
+    #: The settling methods tried in turn when none is given (a subclass that settles
+    #: otherwise, such as the one-pass allocation, has none).
+    settle_plan: tuple[SettleMethod, ...] = SETTLE_PLAN
+
     def __init__(
         self,
         machines: int,
@@ -276,7 +280,7 @@ class Allocator:
         vm_job: list[int],
         *,
         strict: bool = False,
-        methods: Sequence[SettleMethod] = SETTLE_PLAN,
+        methods: Sequence[SettleMethod] | None = None,
     ) -> None:
         self.machines = machines
         self.vms = vms
@@ -285,7 +289,7 @@ class Allocator:
         self.vm_max = vm_max
         self.vm_job = vm_job
         self.strict = strict
-        self.methods = tuple(methods)
+        self.methods = tuple(self.settle_plan if methods is None else methods)
         # Without guarantees the best response has a faster closed form (:meth:`_br`), and the
         # exact pruning of neighbours that need no new look is valid.
         self._mins = any(lo > 0.0 for lo in vm_min)

@@ -111,20 +111,11 @@ class OnePassAllocator(Allocator):
         vm_max: Cap of each VM.
         vm_job: Job index per VM, -1 when idle (the platform's own list, read here).
         strict: Accepted for the same signature; nothing here can fail.
+
+    (The constructor is :class:`~.allocator.Allocator`'s, with no settling methods.)
     """
 
-    def __init__(
-        self,
-        machines: int,
-        vms: int,
-        share: Sequence[float],
-        vm_min: Sequence[float],
-        vm_max: Sequence[float],
-        vm_job: list[int],
-        *,
-        strict: bool = False,
-    ) -> None:
-        super().__init__(machines, vms, share, vm_min, vm_max, vm_job, strict=strict, methods=())
+    settle_plan = ()  # one pass: nothing to iterate
 
     def machine_entitlements(self, m: int) -> list[float]:
         """The entitlement of each VM of machine ``m`` now (by position on the machine)."""
