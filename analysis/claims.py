@@ -94,7 +94,14 @@ def _ratio_rows(runs: pd.DataFrame, policy: str, baseline: str, metric: str, by:
 
 
 def _setting(row: pd.Series, by: Sequence[str]) -> str:
-    return ", ".join(f"{key.split('.')[-1]} {row[key]:g}" if isinstance(row[key], float) else f"{key.split('.')[-1]} {row[key]}" for key in by)
+    """``load 0.8, trace KTH-SP2``: each key's last part and its value (a trace by its log's name)."""
+    parts = []
+    for key in by:
+        value = row[key]
+        if key.endswith("trace"):
+            value = "-".join(Path(str(value)).name.split("-")[:2])
+        parts.append(f"{key.split('.')[-1]} {value:g}" if isinstance(value, float) else f"{key.split('.')[-1]} {value}")
+    return ", ".join(parts)
 
 
 def ratio_below(
