@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError", "PlatformError"]
+__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError", "PlatformError", "first_line"]
+
+
+def first_line(error: BaseException) -> str:
+    """An exception from a library, in one line for a one-line error message: the first line
+    of its message, or its class name when the message is empty."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 class TiersweepError(Exception):

@@ -64,10 +64,12 @@ def plan(
     retry_failed: bool = False,
     with_jobs: bool = False,
     cells: list[Cell] | None = None,
-) -> tuple[list[Cell], list[Cell], Store]:
-    """The config's cells (``cells``, if already expanded) and those still to compute: not
-    stored, or as ``force`` says, or (``with_jobs``) stored without their per-job records,
-    which a run with ``--jobs`` computes again rather than leave missing."""
+) -> tuple[list[Cell], list[Cell], Store, set[str]]:
+    """The config's cells (``cells``, if already expanded), those still to compute, the store,
+    and the ids of the stored cells among them that lack per-job records.
+
+    To compute: not stored, or as ``force`` says, or (``with_jobs``) stored without per-job
+    records, which a run with ``--jobs`` computes again rather than leave missing."""
     cells = expand(config) if cells is None else cells
     store = Store(Path(out) / config.name)
     stored = {} if force else store.stored_ids()
@@ -77,7 +79,7 @@ def plan(
         for c in cells
         if c.cell_id not in stored or (retry_failed and stored[c.cell_id] != "ok") or c.cell_id in lacking
     ]
-    return cells, todo, store
+    return cells, todo, store, lacking
 
 
 def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
@@ -129,14 +131,11 @@ def run_sweep(
     # reading what is stored and writing what is not.
     with FolderLock(Path(out) / config.name, "sweep") as lock:
         started = time.perf_counter()
-        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs)
+        cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs)
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]
-        again_for_jobs = 0
-        if with_jobs and not force:  # cells stored without per-job records, computed again for them
-            status = store.stored_ids()
-            again_for_jobs = sum(1 for c in todo if status.get(c.cell_id) == "ok")
+        again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
         if todo and lock.read_only:
             raise TiersweepError(
                 f"{store.root}: cannot store results here (read-only or not ours): {len(todo)} cell(s) "

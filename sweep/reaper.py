@@ -39,12 +39,19 @@ for pid, start in targets:
 """
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
+def _stat(pid: int | str, field: int) -> int | None:
+    """Field ``field`` (1-based, as ``proc(5)`` numbers them) of ``/proc/PID/stat`` as an
+    integer, or None when the process is gone. The fields after the command name, which may
+    hold spaces and parentheses, start at 3."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[field - 3])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
+    return _stat(pid, 22)
 
 
 def descendants(root: int | None = None) -> list[tuple[int, int]]:
@@ -57,10 +64,9 @@ def descendants(root: int | None = None) -> list[tuple[int, int]]:
         return []
     for entry in proc.iterdir():
         if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
+            parent = _stat(entry.name, 4)  # the parent's pid
+            if parent is not None:
+                parents[int(entry.name)] = parent
     found, frontier = [], [root]
     while frontier:
         parent = frontier.pop()

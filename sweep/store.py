@@ -32,7 +32,7 @@ import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from ..core.errors import SpecError, TiersweepError
+from ..core.errors import SpecError, TiersweepError, first_line
 from .folder_lock import FolderLock
 
 __all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types", "read_manifest", "unreadable_part"]
@@ -327,10 +327,8 @@ def unreadable_part(files: Sequence[str | Path], error: BaseException) -> Tiersw
         except (pa.ArrowException, OSError) as problem:
             table = Path(name).parent.name
             hint = _RECOVERY.get(table, "move it out of the folder and compute what it held again")
-            cause = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
-            return TiersweepError(f"{name}: not a readable Parquet file ({cause}); {hint}")
-    cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return TiersweepError(f"{Path(files[0]).parent}: its Parquet files do not read as one table ({cause})")
+            return TiersweepError(f"{name}: not a readable Parquet file ({first_line(problem)}); {hint}")
+    return TiersweepError(f"{Path(files[0]).parent}: its Parquet files do not read as one table ({first_line(error)})")
 
 
 def read_manifest(root: str | Path) -> dict[str, Any]:

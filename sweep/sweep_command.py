@@ -27,13 +27,13 @@ def sweep_command(
     """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed."""
     config = load_sweep_config(config_path)
     if dry_run:
-        cells, todo, store = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
+        cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
         pending = {c.cell_id for c in todo}
         print(f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute")
         for cell in cells:
             point = ", ".join(f"{k}={v}" for k, v in cell.point.items())
-            state = "todo" if cell.cell_id in pending else "stored"
-            print(f"  {cell.index:>5}  {cell.cell_id}  seed={cell.seed:<10}  {state:<6}  {point}")
+            state = "no jobs" if cell.cell_id in lacking else "todo" if cell.cell_id in pending else "stored"
+            print(f"  {cell.index:>5}  {cell.cell_id}  seed={cell.seed:<10}  {state:<7}  {point}")
         return 0
     outcome = run_sweep(
         config,

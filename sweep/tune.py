@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.errors import SpecError, TiersweepError
+from ..core.errors import SpecError, TiersweepError, first_line
 from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
@@ -85,9 +85,8 @@ def make_storage(url: str) -> Any:
     # user's URL or server, not a bug, and the exception types come from whichever driver the
     # URL names, so everything is reported as one line.
     except Exception as error:  # noqa: BLE001
-        cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise TiersweepError(
-            f"storage {url!r}: cannot open this Optuna storage ({type(error).__name__}: {cause}); expected "
+            f"storage {url!r}: cannot open this Optuna storage ({type(error).__name__}: {first_line(error)}); expected "
             f"sqlite:///PATH, postgresql://USER@HOST/DB, mysql://USER@HOST/DB or journal:PATH"
         ) from None
 
@@ -240,7 +239,6 @@ def run_tuning(
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        root.mkdir(parents=True, exist_ok=True)
         url = storage_url(config, root, storage)
         directions = config.directions
         storage_object = make_storage(url)
