@@ -218,6 +218,8 @@ class RayBackend(Backend):
 
         self._ray = ray
         address = address or os.environ.get("RAY_ADDRESS") or None
+        if address is not None:
+            _check_reachable(address)  # (also when Ray is already up here: a wrong address is still wrong)
         self._started_here = address is None and not ray.is_initialized()
         if not ray.is_initialized():
             options: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
@@ -228,7 +230,6 @@ class RayBackend(Backend):
                     object_store_memory=object_store_mb * 1024 * 1024,
                 )
             else:
-                _check_reachable(address)
                 options["address"] = address
             import signal
             import threading
