@@ -133,9 +133,10 @@ class Engine:
         next_arrival = submits[0] if n_jobs else math.inf
         last = math.nan
         tiers = platform.tiers
-        with collector_paused():  # one new list per job, none of them garbage
-            for job in jobs:
-                job.tier_time = [0.0] * tiers
+        if tiers != 1:  # (jobs are built with one tier's [0.0])
+            with collector_paused():  # one new list per job, none of them garbage
+                for job in jobs:
+                    job.tier_time = [0.0] * tiers
         policy.setup(self)
         while True:
             while heap and heap[0][4] != heap[0][3].version:
@@ -312,7 +313,8 @@ class Engine:
 
     def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         old_tier, old_nodes = job.tier, job.nodes
-        swap = bool(np.array_equal(nodes, old_nodes))  # same node per process: a priority swap
+        # Same node per process: a priority swap (lists compared directly, arrays by numpy).
+        swap = nodes == old_nodes if type(nodes) is list and type(old_nodes) is list else bool(np.array_equal(nodes, old_nodes))
         self._bring_up_to_date(job)
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Sequence
 
@@ -74,7 +75,8 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
     if tiers == 1:  # dedicated nodes: a flat read, a third of the time of a list of lists
         tier_time = np.fromiter((j.tier_time[0] for j in jobs), np.float64, len(jobs)).reshape(len(jobs), 1)
     else:
-        tier_time = np.array([j.tier_time for j in jobs], dtype=np.float64).reshape(len(jobs), tiers)
+        flat = itertools.chain.from_iterable([j.tier_time for j in jobs])
+        tier_time = np.fromiter(flat, np.float64, len(jobs) * tiers).reshape(len(jobs), tiers)
     size = np.fromiter((j.size for j in jobs), np.int64, len(jobs))
     records = {
         "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),  # order: _JOB_COLUMNS

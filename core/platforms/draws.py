@@ -35,12 +35,6 @@ class _Buffer:
         self._items: list[float] | None = []
         self.position = 0
 
-    @property
-    def items(self) -> list[float]:
-        if self._items is None:
-            self._items = self.values.tolist()
-        return self._items
-
     def remaining(self) -> np.ndarray:
         return self.values[self.position :]
 
@@ -70,7 +64,10 @@ class BufferedDraws:
         buffer = self._uniform
         if buffer.position == len(buffer.values):
             buffer.append(self._rng.random(BLOCK))
-        value = buffer.items[buffer.position]
+        items = buffer._items  # (read inline, not through a property: one draw per process)
+        if items is None:
+            items = buffer._items = buffer.values.tolist()
+        value = items[buffer.position]
         buffer.position += 1
         return low + (high - low) * value
 
@@ -80,7 +77,10 @@ class BufferedDraws:
         while True:
             if buffer.position == len(buffer.values):
                 buffer.append(self._rng.standard_normal(BLOCK))
-            value = mean + sd * buffer.items[buffer.position]
+            items = buffer._items
+            if items is None:
+                items = buffer._items = buffer.values.tolist()
+            value = mean + sd * items[buffer.position]
             buffer.position += 1
             if low <= value <= high:
                 return value

@@ -69,6 +69,8 @@ VECTOR_FROM = 48
 #: 30 % faster so). Larger machines, and other numbers of tiers, use typed arrays with numpy
 #: views.
 VECTOR_VMS = 4096
+#: What one background ``eff`` draw covers (``bg_efficiency_scope``; see the module docstring).
+BG_EFFICIENCY_SCOPES = ("job", "process")
 #: The largest machine and the most tiers a spec may ask for (a value past them would exhaust
 #: memory when the run starts, long after the spec was accepted).
 MAX_NODES = 10_000_000
@@ -197,7 +199,7 @@ class Nodes(BasePlatform):
             doc="foreground slowdown o ~ U(0, fg_overhead) while a lower tier is busy",
         ),
         "bg_efficiency_scope": Param(
-            one_of("job", "process"),
+            one_of(*BG_EFFICIENCY_SCOPES),
             default="job",
             doc="what one background eff draw covers: job (all its processes, per placement; the paper's job-level "
             "0.428) or process (each process, per co-location change; a wide job runs at its slowest)",
@@ -226,8 +228,6 @@ class Nodes(BasePlatform):
     ) -> None:
         self.fg_overhead = float(fg_overhead)
         self.bg_efficiency = bg_efficiency
-        if bg_efficiency_scope not in ("job", "process"):
-            raise ValueError(f"bg_efficiency_scope: expected job or process, got {bg_efficiency_scope!r}")
         #: Whether one background eff covers a whole job (see the module docstring).
         self.eff_per_job = bg_efficiency_scope == "job"
         self.capacity = nodes

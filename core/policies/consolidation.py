@@ -591,7 +591,7 @@ class Consolidation(BasePolicy):
             if idle + later == 0:
                 return  # nothing later in arrival order can reach the foreground either
             plan = resources.plan_displacing(job, idle, later)
-            if plan is not None and self.may_preempt(job, now):
+            if plan is not None and (head_only or self.may_preempt(job, now)):  # (the head: checked above)
                 displaced: list[int] = []
                 yield from resources.displace(job, plan, displaced)
                 yield from dispatch(job, plan)

@@ -49,6 +49,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..jobs import Job
+from ..params import boolean
 from ..rng import stream
 
 __all__ = ["BANDWIDTH_MODELS", "annotate_bandwidth", "check_bandwidth", "demand_bounds"]
@@ -66,12 +67,6 @@ DEFAULT_LINK_MBPS = 1000.0
 DEFAULT_SERVERS = 54
 _STEPS_PER_MBPS = 1024
 _CHOICES = "none, {mean: <Mbps>} or {formula: paper}"
-
-
-def _flag(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise ValueError(f"{key}: expected true or false, got {value!r}")
 
 
 def _positive(key: str, value: Any) -> float:
@@ -114,7 +109,10 @@ def check_bandwidth(value: Any) -> str | dict[str, Any]:
     if isinstance(servers, bool) or not isinstance(servers, (int, float)) or servers != int(servers) or servers < 1:
         raise ValueError(f"servers: expected a positive integer, got {servers!r}")
     link = _positive("link_mbps", value.get("link_mbps", DEFAULT_LINK_MBPS))
-    whole = _flag("whole_vms", value.get("whole_vms", False))
+    try:
+        whole = boolean(value.get("whole_vms", False))
+    except ValueError as error:
+        raise ValueError(f"whole_vms: {error}") from None
     return {"formula": "paper", "link_mbps": link, "servers": int(servers), "whole_vms": whole}
 
 

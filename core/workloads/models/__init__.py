@@ -77,5 +77,10 @@ def check_parameters(
 ) -> None:
     """Raise ValueError (or SpecError) if ``overrides`` are not valid parameters of ``model``'s
     ``preset`` (on a machine of ``machine_size`` nodes, if known): the check a generator makes,
-    made before anything runs."""
-    model_module(model).check_parameters(preset, overrides, machine_size=machine_size, max_size=max_size)
+    made before anything runs. A model whose parameters do not depend on the machine needs no
+    ``check_parameters`` of its own: building its parameter dict is the check."""
+    module = model_module(model)
+    if hasattr(module, "check_parameters"):
+        module.check_parameters(preset, overrides, machine_size=machine_size, max_size=max_size)
+    else:
+        module.parameters(preset, **overrides)

@@ -110,12 +110,6 @@ _SUBMIT, _RUNTIME, _ALLOCATED, _REQUESTED = 1, 3, 4, 7
 _STATUS, _QUEUE, _PRECEDING, _THINK = 10, 14, 16, 17
 
 
-def check_parameters(preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None) -> None:
-    """Raise ValueError if ``overrides`` of ``preset`` are not valid parameters (before any
-    job is generated; the machine does not matter here)."""
-    parameters(preset, **overrides)
-
-
 def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]:
     """The validated parameter dict of ``preset`` with ``overrides`` applied.
 

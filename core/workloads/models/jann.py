@@ -337,12 +337,6 @@ def _apply_ranges(base: list[dict[str, Any]], given: Any) -> list[dict[str, Any]
     return out
 
 
-def check_parameters(preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None) -> None:
-    """Raise ValueError if ``overrides`` of ``preset`` are not valid parameters (before any
-    job is generated; the machine does not matter here)."""
-    parameters(preset, **overrides)
-
-
 def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]:
     """The validated parameters of ``preset`` with ``overrides`` applied: a fresh dict
     ``{"ranges": [...], "size_rule": ...}`` (the presets themselves are never modified).
