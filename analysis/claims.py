@@ -21,6 +21,7 @@ How strict a verdict is, and why:
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .load import load
-from .stats import compare, ratio_interval, t_interval
+from .stats import compare, t_interval
 
 __all__ = ["Claim", "CLAIMS", "Verdict", "measure", "markdown", "holds_in_scope", "SCOPES"]
 
@@ -207,8 +208,6 @@ def ratio_below_at(axis: str, value: float | None, policy: str, baseline: str, m
 def _mean_of(value: object) -> float:
     """The mean of a U(low, high) range given as text or a list (``[0.4, 1.0]`` -> 0.7)."""
     if isinstance(value, str):
-        import json
-
         value = json.loads(value)
     return float(np.mean(value))
 
@@ -250,14 +249,16 @@ def accepts_more(policy: str, others: Sequence[str], *, at: float | None = None,
             runs = runs[runs[demand] == at]
         parts, wins, best_high = [], [], -np.inf
         for other in others:
-            for value, group in runs.groupby(demand):
-                a = group[group["policy.embedder"] == policy].set_index("seed")["accept_rate"]
-                b = group[group["policy.embedder"] == other].set_index("seed")["accept_rate"]
-                mean, low, high = ratio_interval((a / b).dropna().to_numpy())
+            table = compare(runs, baseline=other, metrics=["accept_rate"], by=[demand], policy="policy.embedder")
+            if table.empty:
+                continue
+            for _, row in table[table["policy.embedder"] == policy].sort_values(demand).iterrows():
+                mean, low, high = (row[f"accept_rate_{k}"] for k in ("ratio", "ci_low", "ci_high"))
                 won = bool(low > 1)
                 wins.append(won)
                 best_high = max(best_high, high) if np.isfinite(high) else best_high
-                parts.append(f"{other} at {value:g} Mbps: {a.mean():.3f} vs {b.mean():.3f}, {100 * (mean - 1):+.1f} % [{100 * (low - 1):+.1f}, {100 * (high - 1):+.1f}]{'' if won else ' (x)'}")
+                gain = f"{100 * (mean - 1):+.1f} % [{100 * (low - 1):+.1f}, {100 * (high - 1):+.1f}]"
+                parts.append(f"{policy}/{other} at {row[demand]:g} Mbps: {gain}{'' if won else ' (x)'}")
         if not wins:
             return Verdict("no cells stored", 0, 0, False)
         verdict = _verdict(parts, wins, scope)
