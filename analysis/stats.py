@@ -8,12 +8,28 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-__all__ = ["summary", "compare", "t_interval", "ratio_interval", "POLICY", "SEED"]
+__all__ = ["summary", "compare", "t_interval", "ratio_interval", "few_seeds_warning", "MIN_SEEDS", "POLICY", "SEED"]
 
 #: The policy column of a runs table.
 POLICY = "policy.name"
 #: The seed column of a runs table.
 SEED = "seed"
+#: Fewer seeds than this per group get a warning: an interval from two values is too wide to
+#: read (Student's t with one degree of freedom is 12.7) and says nothing of the spread.
+MIN_SEEDS = 3
+
+
+def few_seeds_warning(counts: Sequence[int]) -> str | None:
+    """The warning to print when a group has fewer than :data:`MIN_SEEDS` seeds (None if none
+    has); ``counts`` are the seeds of each group (groups with none are ignored)."""
+    counts = [int(n) for n in counts if int(n) > 0]
+    if not counts or min(counts) >= MIN_SEEDS:
+        return None
+    few = sum(n < MIN_SEEDS for n in counts)
+    return (
+        f"warning: {few} of {len(counts)} group(s) have fewer than {MIN_SEEDS} seeds (fewest: {min(counts)}); "
+        f"their intervals are too wide to read or missing: run more seeds"
+    )
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
