@@ -1,12 +1,12 @@
 """Analysis of sweep results: loading, summary tables with confidence intervals, comparisons,
 plots and the HTML report.
 
->>> from analysis import load, summary, compare
+>>> from tiersweep.analysis import load, summary, compare
 >>> runs = load("results/quickstart")
 >>> summary(runs, by=["policy.name", "workload.load"], metrics=["mean_bsld"])
 """
 
-from .load import load
+from .load import MixedCodeWarning, NoResultsError, find_results, load
 from .stats import compare, summary, t_interval
 
-__all__ = ["load", "summary", "compare", "t_interval"]
+__all__ = ["load", "find_results", "summary", "compare", "t_interval", "MixedCodeWarning", "NoResultsError"]

@@ -352,7 +352,9 @@ def measure(results: str | Path) -> list[tuple[Claim, Verdict]]:
         folder = Path(results) / claim.sweep
         if not (folder / "runs").exists():
             continue
-        out.append((claim, claim.measure(load(folder))))
+        # The newest code's rows only: a folder swept again after the simulator changed
+        # keeps the older rows too, and a claim must not pool two simulators.
+        out.append((claim, claim.measure(load(folder, code_digest="latest"))))
     return out
 
 

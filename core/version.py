@@ -1,5 +1,48 @@
-"""Version strings recorded with every result."""
+"""Version strings recorded with every result: the model version and the code digest."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["MODEL_VERSION", "code_digest", "code_folder", "source_digest"]
 
 #: Changes whenever simulation semantics change, so that stored results computed under other
 #: semantics are never mistaken for current ones.
 MODEL_VERSION = "2"
+
+
+def source_digest(folder: str | Path) -> str:
+    """16 hex digits of SHA-256 over every ``*.py`` file under ``folder``: each file's path
+    relative to ``folder`` and its bytes, in sorted order (compiled caches are not read).
+
+    Any edit of a source file changes it; where the files lie and their timestamps do not.
+    """
+    root = Path(folder)
+    sha = hashlib.sha256()
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        if "__pycache__" in path.parts:
+            continue
+        sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        data = path.read_bytes()
+        sha.update(len(data).to_bytes(8, "little") + data)
+    return sha.hexdigest()[:16]
+
+
+def code_folder() -> Path:
+    """The folder of the simulator's source this process imported (``tiersweep.core``)."""
+    return Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """The digest of the simulator's source as this process imported it (:func:`source_digest`
+    of the ``tiersweep.core`` package folder), computed once per process.
+
+    It is what a stored row says of the code that produced it. It is taken from the files
+    themselves, not from a version number: an installed copy and an edited source tree of
+    the same version differ here (they once gave different results under one cell id, when
+    Ray workers imported the source tree and the driver the installed copy).
+    """
+    return source_digest(code_folder())

@@ -12,6 +12,7 @@ collects them as they finish with :meth:`Backend.wait`.
 
 from __future__ import annotations
 
+import logging
 import os
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
@@ -37,6 +38,8 @@ class Backend(ABC):
     """
 
     workers: int = 1
+    #: Notices the backend's start-up printed, kept for the closing summary (see RayBackend).
+    notes: list[str] = []
 
     @abstractmethod
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
@@ -217,6 +220,9 @@ class RayBackend(Backend):
         import ray
 
         self._ray = ray
+        self._folder: str | None = None
+        #: Messages Ray printed while starting, kept off the terminal (see :class:`_RayNotes`).
+        self.notes: list[str] = []
         address = address or os.environ.get("RAY_ADDRESS") or None
         if address is not None:
             _check_reachable(address)  # (also when Ray is already up here: a wrong address is still wrong)
@@ -228,6 +234,15 @@ class RayBackend(Backend):
                     num_cpus=num_cpus or os.cpu_count() or 1,
                     include_dashboard=False,
                     object_store_memory=object_store_mb * 1024 * 1024,
+                    # Ray puts the driver's working directory first on its workers' import
+                    # path, unless the job has a working_dir: run from the folder holding a
+                    # source tree named ``tiersweep``, workers imported that tree while the
+                    # driver ran the installed copy (two simulators under one cell id). An
+                    # empty working_dir keeps the workers on the driver's import path.
+                    runtime_env={"working_dir": self._empty_folder()},
+                    # Ray's start-up INFO lines (the cluster started, the empty working_dir
+                    # uploaded) say nothing a sweep's user acts on; warnings still show.
+                    logging_level=logging.WARNING,
                 )
             else:
                 options["address"] = address
@@ -239,7 +254,9 @@ class RayBackend(Backend):
             main_thread = threading.current_thread() is threading.main_thread()
             on_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
             try:
-                ray.init(**options)
+                with _RayNotes() as notes:
+                    ray.init(**options)
+                self.notes.extend(notes.messages)
             except ConnectionError as error:
                 raise TiersweepError(
                     f"--address {address}: cannot connect to a Ray cluster there ({error}). If the "
@@ -279,9 +296,54 @@ class RayBackend(Backend):
             self._ray.cancel(ref, force=True)
         self._refs.clear()
 
+    def _empty_folder(self) -> str:
+        import tempfile
+
+        self._folder = tempfile.mkdtemp(prefix="tiersweep-ray-")
+        return self._folder
+
     def close(self) -> None:
         if self._started_here:
             self._ray.shutdown()
+        if self._folder is not None:
+            import shutil
+
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+class _RayNotes:
+    """Keeps Ray's start-up notice about token authentication off the terminal and records it.
+
+    Ray 2.59+ turns token authentication on for the local clusters it starts and logs a
+    warning saying so on every start; it landed in the middle of every sweep's progress bar.
+    A local run needs nothing done about it, so the driver prints it once, in its closing
+    summary, instead (the README's Ray section explains it).
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self._handlers: list[Any] = []
+
+    def filter(self, record: Any) -> bool:
+        """False (drop) for the token-authentication notice, which is recorded."""
+        message = record.getMessage()
+        if "Token authentication is" in message:
+            self.messages.append(message.split(". ")[0].rstrip(".") + " (Ray's default for local clusters)")
+            return False
+        return True
+
+    def __enter__(self) -> "_RayNotes":
+        import logging
+
+        self._handlers = [*logging.getLogger("ray").handlers, *logging.getLogger().handlers]
+        for handler in self._handlers:
+            handler.addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handler in self._handlers:
+            handler.removeFilter(self)
 
 
 #: Backend names for ``--backend``.

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..core import simulate
-from ..core.version import MODEL_VERSION
+from ..core.version import MODEL_VERSION, code_digest, code_folder
 
 from .cells import flatten
 
@@ -59,6 +59,7 @@ def _base_row(task: Mapping[str, Any], version: str, host: str) -> dict[str, Any
         "error": None,
         "wall_seconds": 0.0,
         "model_version": MODEL_VERSION,
+        "code_digest": code_digest(),
         "package_version": version,
         "seed": task["spec"]["seed"],
         "replicate": task["replicate"],
@@ -83,9 +84,11 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
     """Simulate each task's spec; return one outcome per task, in order.
 
     Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
-    wall_seconds, model_version, package_version, seed, replicate, host, flattened spec
-    columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job columns) and
-    ``segments`` (every stay of a job on its VMs), the last two only ``with_jobs``.
+    wall_seconds, model_version, code_digest, package_version, seed, replicate, host,
+    flattened spec columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job
+    columns) and ``segments`` (every stay of a job on its VMs), the last two only
+    ``with_jobs``, and ``code`` (the folder of the simulator's source this worker imported, so
+    that a driver refusing the worker's digest can say where it came from; not stored).
     """
     version = package_version()
     host = os.uname().nodename
@@ -108,5 +111,5 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
                 jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task["cell_id"]), **result.jobs}
                 segments = {"cell_id": [task["cell_id"]] * len(result.segments["job_id"]), **result.segments}
         row["wall_seconds"] = time.perf_counter() - started
-        outcomes.append({"row": row, "jobs": jobs, "segments": segments})
+        outcomes.append({"row": row, "jobs": jobs, "segments": segments, "code": str(code_folder())})
     return outcomes

@@ -2,8 +2,11 @@
 
 A cell's canonical spec is the validated spec (every default filled in) serialised as JSON with
 sorted keys; its ``cell_id`` hashes that text together with the model version (which changes
-whenever simulation semantics change) and, for a trace, the trace file's content digest, so a
-stored result is reused exactly when it would be computed again identically.
+whenever simulation semantics change) and the digest of the simulator's source
+(:func:`tiersweep.core.version.code_digest`), so a stored result is reused exactly when it
+would be computed again identically. A trace enters by its content digest instead of its path:
+the same log under another path (another checkout, a config read from another folder) is the
+same cell, and an edited log is another.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..core.version import MODEL_VERSION
+from ..core.version import MODEL_VERSION, code_digest
 
 __all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest"]
 
@@ -42,12 +45,14 @@ def file_digest(path: str) -> str:
     return _digest_of(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
 
 
-def cell_id(spec: Mapping[str, Any]) -> str:
-    """The content address of a validated spec: 16 hex digits of SHA-256."""
-    material = canonical_json(spec) + "\n" + MODEL_VERSION
+def cell_id(spec: Mapping[str, Any], code: str | None = None) -> str:
+    """The content address of a validated spec: 16 hex digits of SHA-256 over its canonical
+    JSON (a readable trace replaced by ``sha256:`` and its content digest), the model version
+    and ``code`` (default: this process's :func:`~tiersweep.core.version.code_digest`)."""
     trace = spec.get("workload", {}).get("trace")
-    if trace is not None and os.path.exists(trace):
-        material += "\n" + file_digest(trace)
+    if trace is not None and os.path.isfile(trace):
+        spec = {**spec, "workload": {**spec["workload"], "trace": "sha256:" + file_digest(trace)}}
+    material = "\n".join((canonical_json(spec), MODEL_VERSION, code or code_digest()))
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
 

@@ -15,9 +15,10 @@ from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
 from .config import SweepConfig, expand
+from .estimate import Eta, expected_costs
 from .folder_lock import FolderLock
 from .runner import BATCH_SECONDS, CellRunner, _batch_size  # noqa: F401 (_batch_size: tests)
-from .store import Store, spec_column_types
+from .store import Store, read_table, spec_column_types
 
 __all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
 
@@ -134,7 +135,13 @@ def run_sweep(
         cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs)
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
-            todo = todo[:max_cells]
+            todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
+        costs = expected_costs(todo, _stored_runs(store)) if todo else []
+        # Costliest first, so that no long cell starts last while the other workers idle.
+        order = sorted(range(len(todo)), key=lambda i: -costs[i])
+        todo = [todo[i] for i in order]
+        cost_of = {todo[k].cell_id: costs[i] for k, i in enumerate(order)}
+        eta = Eta(costs)  # (restarted once the backend is up: its start-up is not work)
         again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
         if todo and lock.read_only:
             raise TiersweepError(
@@ -149,9 +156,11 @@ def run_sweep(
         def advance(outcomes: list[dict[str, Any]]) -> None:
             nonlocal failures
             failures += sum(o["row"]["status"] != "ok" for o in outcomes)
+            for outcome in outcomes:
+                eta.finished(cost_of.get(outcome["row"]["cell_id"], 0.0))
             if bar is not None:
+                bar.set_postfix_str(f"{eta.text()} left, failed={failures}", refresh=False)
                 bar.update(len(outcomes))
-                bar.set_postfix(failed=failures, refresh=False)
             if on_batch is not None:
                 on_batch(runner.computed)
 
@@ -160,6 +169,7 @@ def run_sweep(
             with runner:
                 if todo:
                     runner.start()
+                    eta.restart()
                     bar = _progress(len(todo), progress)
                 runner.submit(todo)
                 while runner.busy:
@@ -180,13 +190,29 @@ def run_sweep(
             driver,
             store.root,
             backend,
-            {"startup_seconds": runner.startup_seconds, "again_for_jobs": again_for_jobs},
+            {"startup_seconds": runner.startup_seconds, "again_for_jobs": again_for_jobs, "notes": runner.notes},
         )
 
 
+def _stored_runs(store: Store) -> Any:
+    """Every stored run of the folder (all code digests) with the columns the cost estimate
+    reads, or None when there are none."""
+    table = read_table(store.runs, latest_only=False)
+    return table.to_pandas() if table.num_rows else None
+
+
 def _progress(total: int, enabled: bool) -> Any:
+    """A progress bar in cells whose time left is the cost-weighted estimate (:class:`Eta`,
+    in the postfix), not tqdm's own from cell counts."""
     if not enabled:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="cell", desc="cells", dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        unit="cell",
+        desc="cells",
+        dynamic_ncols=True,
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+        postfix="? left",
+    )

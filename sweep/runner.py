@@ -14,6 +14,9 @@ import statistics
 import time
 from typing import Any, Callable, Sequence
 
+from ..core.errors import TiersweepError
+from ..core.version import code_digest, code_folder
+
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
@@ -72,6 +75,8 @@ class CellRunner:
         self.waited_seconds = 0.0
         #: Cells computed and stored.
         self.computed = 0
+        #: Notices of the backend's start-up, for the closing summary.
+        self.notes: list[str] = []
 
     @property
     def workers(self) -> int:
@@ -87,6 +92,7 @@ class CellRunner:
             before = time.perf_counter()
             self._backend = make_backend(self.backend_name, address=self.address)
             self.startup_seconds += time.perf_counter() - before
+            self.notes = list(self._backend.notes)
         return self._backend
 
     def submit(self, cells: Sequence[Cell]) -> None:
@@ -111,6 +117,7 @@ class CellRunner:
         self.waited_seconds += time.perf_counter() - before
         done: list[dict[str, Any]] = []
         for _, outcomes in finished:
+            self._check_code(outcomes)
             self.store.write(outcomes)
             self.computed += len(outcomes)
             self._durations.extend(o["row"]["wall_seconds"] for o in outcomes)
@@ -118,6 +125,21 @@ class CellRunner:
                 self.on_outcomes(outcomes)
             done.extend(outcomes)
         return done
+
+    def _check_code(self, outcomes: list[dict[str, Any]]) -> None:
+        """Refuse outcomes computed by other simulator code than the driver's."""
+        ours = code_digest()
+        for outcome in outcomes:
+            theirs = outcome["row"].get("code_digest")
+            if theirs != ours:
+                host = outcome["row"].get("host") or "a worker"
+                raise TiersweepError(
+                    f"worker on {host} runs other simulator code than this driver (code digest {theirs} "
+                    f"from {outcome.get('code', '?')}; the driver has {ours} from {code_folder()}): its "
+                    f"results would be stored under the driver's cell ids. Run every worker on the same "
+                    f"tiersweep (reinstall it with `pip install .` on each node, or run the driver from the "
+                    f"same environment); nothing of that batch was stored"
+                )
 
     def cancel(self) -> None:
         """Abandon queued and in-flight cells."""

@@ -45,6 +45,7 @@ _FIXED = [
     ("error", pa.string()),
     ("wall_seconds", pa.float64()),
     ("model_version", pa.string()),
+    ("code_digest", pa.string()),
     ("package_version", pa.string()),
     ("seed", pa.int64()),
     ("replicate", pa.int64()),

@@ -377,6 +377,8 @@ class Conservative(Backfill):
     """Conservative backfilling: every queued job holds a reservation; none is ever delayed."""
 
     name = "conservative"
+    #: Every queued job's reservation is recomputed at each event.
+    relative_cost = 3.0
 
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
         return True

@@ -45,6 +45,9 @@ class BasePolicy(ABC):
     params: ClassVar[Mapping[str, Param]] = {}
     #: The platform capabilities this policy needs (see :mod:`tiersweep.core.capabilities`).
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: Rough simulation time per job against EASY's (1). Sweeps only use it to start the
+    #: costliest cells first and to estimate the time left; it never changes a result.
+    relative_cost: ClassVar[float] = 1.0
 
     def setup(self, sim: Engine) -> None:
         """Called once before the run starts."""

@@ -460,6 +460,8 @@ class Consolidation(BasePolicy):
 
     #: Per-node VM queries for placement, and moves for priority swaps and migrations.
     requires = frozenset({NODE_VMS, MOVES})
+    #: Measured 7-14x EASY on 20,000 FWorkload jobs (paper 000's loads) and CTC-SP2.
+    relative_cost = 10.0
     #: Whether background tiers are used.
     consolidates: bool = False
     #: Who may preempt: ``"all"``, ``"head"`` or ``"starved"``.

@@ -1,0 +1,165 @@
+"""How long a cell is expected to take: the order a sweep submits its cells in, and its ETA.
+
+A sweep's cells differ in cost by two orders of magnitude (FCFS at load 0.6 against AMCBF at
+load 1.0 on the same jobs). Run in grid order, the costliest come last: the last worker is
+still busy with one long cell while the others idle, and an ETA from the cells finished so
+far (the cheap ones) runs far short. So the driver submits cells costliest first and
+estimates the time left from each cell's expected cost, not from cell counts.
+
+The expected cost of a cell is, in order of preference:
+
+1. the median wall time of stored runs of the same spec but for the seed (earlier replicates,
+   or runs by earlier code, whose rows stay in the folder under other cell ids);
+2. otherwise ``jobs x policy.relative_cost x (0.5 + load)``, scaled to seconds by the median
+   ratio of wall time to this formula over the stored runs it could be matched with (without
+   any, the numbers are in unnamed units: good for ordering, and the ETA then calibrates
+   itself as cells finish, see :class:`Eta`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from ..core.policies import POLICIES
+
+from .cells import Cell, flatten
+
+__all__ = ["expected_costs", "formula_cost", "point_key", "Eta"]
+
+#: A guess of a trace's job count from its size when the spec does not give ``jobs``: an SWF
+#: line is about 80 bytes, and gzip shrinks logs about eightfold.
+_BYTES_PER_JOB = 80
+_GZIP_RATIO = 8
+
+
+def _trace_jobs(path: str | None) -> float:
+    if not path:
+        return 10_000.0
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return 10_000.0
+    return size * (_GZIP_RATIO if path.endswith(".gz") else 1) / _BYTES_PER_JOB
+
+
+def formula_cost(spec: Mapping[str, Any]) -> float:
+    """``jobs x relative_cost x (0.5 + load)`` of a validated spec (unnamed units).
+
+    Queues grow with the load, and with them the work per event of backfilling and
+    consolidation; the linear term is a rough fit of the quickstart's wall times.
+    """
+    return _formula(flatten(spec))
+
+
+#: The spec keys :func:`formula_cost` reads.
+_FORMULA_KEYS = ("workload.jobs", "workload.trace", "workload.load", "policy.name")
+
+
+def _formula(flat: Mapping[str, Any]) -> float:
+    """:func:`formula_cost` of a flattened spec or a stored row (dotted keys)."""
+    jobs = flat.get("workload.jobs")
+    jobs = float(jobs) if isinstance(jobs, (int, float)) and jobs == jobs and jobs > 0 else _trace_jobs(flat.get("workload.trace"))
+    load = flat.get("workload.load")
+    load = float(load) if isinstance(load, (int, float)) and math.isfinite(load) else 1.0
+    name = flat.get("policy.name")
+    weight = float(getattr(POLICIES[name], "relative_cost", 1.0)) if name in POLICIES else 1.0
+    return jobs * weight * (0.5 + max(load, 0.0))
+
+
+def _text(value: Any) -> str:
+    """A spec value as a comparable text: numbers as stored, lists and mappings as sorted
+    JSON (how the store keeps them), missing as empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # an int stored in a float column matches the spec's int
+    return str(value)
+
+
+def point_key(flat: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, ...]:
+    """The comparable values of ``keys`` in a flattened spec (or stored row)."""
+    return tuple(_text(flat.get(key)) for key in keys)
+
+
+def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
+    """The expected cost of each cell (seconds when the store allows it; see the module).
+
+    Args:
+        cells: The cells to estimate.
+        stored: The folder's stored runs as a DataFrame (any code; its ``ok`` rows are used), or None.
+    """
+    flats = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
+    formula = [_formula(flat) for flat in flats]
+    if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
+        return formula
+    ok = stored[(stored["status"] == "ok") & stored["wall_seconds"].notna()] if "status" in stored.columns else stored
+    if ok.empty:
+        return formula
+    keys = sorted({k for flat in flats for k in flat} & set(ok.columns))
+    seen: dict[tuple[str, ...], list[float]] = {}
+    ratios = []
+    wanted = sorted((set(keys) | set(_FORMULA_KEYS)) & set(ok.columns))  # (stores can be large)
+    for row, wall in zip(ok[wanted].to_dict("records"), ok["wall_seconds"].tolist()):
+        seen.setdefault(point_key(row, keys), []).append(float(wall))
+        cost = _formula(row)
+        if cost > 0:
+            ratios.append(float(wall) / cost)
+    scale = statistics.median(ratios) if ratios else 1.0
+    out = []
+    for flat, cost in zip(flats, formula):
+        walls = seen.get(point_key(flat, keys))
+        out.append(statistics.median(walls) if walls else cost * scale)
+    return out
+
+
+class Eta:
+    """The time left of a run whose tasks have expected costs, calibrated as tasks finish.
+
+    ``remaining = (expected cost left) x (elapsed / expected cost finished)``: with costs
+    proportional to the true times, this is right however unequal the tasks are, where an
+    ETA from task counts is not. Before the first task finishes there is no estimate.
+
+    Args:
+        costs: Expected cost of every task (any unit).
+        clock: Seconds since an arbitrary origin (a parameter for tests).
+    """
+
+    def __init__(self, costs: Sequence[float], clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = float(sum(costs))
+        self.done = 0.0
+        self._clock = clock
+        self._started = clock()
+
+    def restart(self) -> None:
+        """Count elapsed time from now (the work starts now)."""
+        self._started = self._clock()
+
+    def finished(self, cost: float) -> None:
+        """A task of expected cost ``cost`` has finished."""
+        self.done += float(cost)
+
+    def remaining_seconds(self) -> float | None:
+        """Seconds left, or None before anything finished."""
+        if self.done <= 0:
+            return None
+        elapsed = self._clock() - self._started
+        return max(0.0, (self.total - self.done) * elapsed / self.done)
+
+    def text(self) -> str:
+        """The time left for a progress bar: ``?``, ``45s``, ``3m05s`` or ``1h02m``."""
+        left = self.remaining_seconds()
+        if left is None:
+            return "?"
+        seconds = int(round(left))
+        if seconds < 60:
+            return f"{seconds}s"
+        if seconds < 3600:
+            return f"{seconds // 60}m{seconds % 60:02d}s"
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

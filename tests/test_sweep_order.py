@@ -1,0 +1,97 @@
+"""Sweep order and ETA: costliest cells first, and a time left from expected costs.
+
+The reported problem: in grid order the slowest cells (consolidation at high load) ran last,
+so the progress bar said 11 s left when 27 s remained.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tiersweep.sweep.config import expand
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.estimate import Eta, expected_costs, formula_cost
+from tiersweep.sweep.store import read_table
+
+from sweep_helpers import small_config
+
+
+def _computed_order(root) -> list[tuple[str, float]]:
+    runs = read_table(root / "runs", latest_only=False).to_pandas().sort_values("written_at", kind="stable")
+    return list(zip(runs["policy.name"], runs["workload.load"]))
+
+
+def test_the_costliest_cells_run_first(tmp_path, monkeypatch):
+    # Grid order is easy before amcbf and 0.6 before 0.9: the reverse of their cost. (One
+    # cell per batch, so that each cell's row has its own write time.)
+    monkeypatch.setattr("tiersweep.sweep.runner.BATCH_SECONDS", 1e-9)
+    config = small_config(seeds=1)
+    assert [(c.spec["policy"]["name"], c.spec["workload"]["load"]) for c in expand(config)][0] == ("easy", 0.6)
+    run_sweep(config, tmp_path, backend="serial", progress=False)
+    order = _computed_order(tmp_path / "small")
+    assert order[0] == ("amcbf", 0.9)
+    assert order == [("amcbf", 0.9), ("amcbf", 0.6), ("easy", 0.9), ("easy", 0.6)]
+
+
+def test_the_formula_ranks_consolidation_and_load_above_easy():
+    cells = expand(small_config(seeds=1))
+    cost = {(c.spec["policy"]["name"], c.spec["workload"]["load"]): formula_cost(c.spec) for c in cells}
+    assert cost["amcbf", 0.6] > cost["easy", 0.9] > cost["easy", 0.6]
+    assert cost["amcbf", 0.9] > cost["amcbf", 0.6]
+
+
+def test_stored_wall_times_of_the_same_point_take_precedence(tmp_path):
+    # Runs of seed 1 are stored; the cells of seeds 2 and 3 are expected to take what their
+    # point's stored runs took, whatever the formula says.
+    first = small_config(seeds=[1])
+    run_sweep(first, tmp_path, backend="serial", progress=False)
+    stored = read_table(tmp_path / "small" / "runs").to_pandas()
+    stored.loc[stored["policy.name"] == "easy", "wall_seconds"] = 50.0  # an easy point made slow
+    later = expand(small_config(seeds=[2, 3]))
+    costs = expected_costs(later, stored)
+    for cell, cost in zip(later, costs):
+        point = stored[(stored["policy.name"] == cell.spec["policy"]["name"]) & (stored["workload.load"] == cell.spec["workload"]["load"])]
+        assert cost == point["wall_seconds"].median()
+    assert max(costs) == 50.0
+
+
+def test_points_never_run_are_scaled_to_seconds_by_those_that_were(tmp_path):
+    run_sweep(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1), tmp_path, backend="serial", progress=False)
+    stored = read_table(tmp_path / "small" / "runs").to_pandas()
+    ran = {c.cell_id: c.spec for c in expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1))}
+    scale = pd.Series([wall / formula_cost(ran[cell]) for cell, wall in zip(stored["cell_id"], stored["wall_seconds"])]).median()
+    new = expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.9]}, seeds=1))
+    costs = expected_costs(new, stored)
+    assert costs == [formula_cost(c.spec) * scale for c in new]
+    assert costs[1] / costs[0] == 10.0  # amcbf's relative cost against easy's
+
+
+def test_the_eta_weighs_cells_by_expected_cost():
+    # Four cells, one ten times the others, finished first (costliest first) after 5 s: the
+    # three left are expected to take 3 x 0.5 s. From cell counts it would be 3 x 5 s.
+    now = [0.0]
+    eta = Eta([10, 1, 1, 1], clock=lambda: now[0])
+    assert eta.remaining_seconds() is None and eta.text() == "?"
+    now[0] = 5.0
+    eta.finished(10)
+    assert eta.remaining_seconds() == 1.5
+    now[0] = 5.5
+    eta.finished(1)
+    assert abs(eta.remaining_seconds() - 2 * 5.5 / 11) < 1e-12
+    now[0] = 200.0
+    assert eta.text() == "36s"
+    eta.finished(1)
+    eta.finished(1)
+    assert eta.remaining_seconds() == 0.0
+
+
+def test_the_eta_starts_when_the_work_does():
+    now = [100.0]
+    eta = Eta([1, 1], clock=lambda: now[0])
+    now[0] = 104.0  # backend start-up
+    eta.restart()
+    now[0] = 105.0
+    eta.finished(1)
+    assert eta.remaining_seconds() == 1.0
+    now[0] = 105.0 + 3600 * 2
+    assert eta.text() == "2h00m"
