@@ -44,7 +44,18 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
 
 
 def format_summary(frame) -> str:
-    """The frame as an aligned text table."""
+    """The frame as an aligned text table, followed by the few-seeds warning
+    (:func:`tiersweep.analysis.stats.few_seeds_warning`) when a grid point has fewer than
+    three ok seeds (grid points where every seed failed are counted in ``failed`` instead)."""
     if frame.empty:
         return "(no results)"
-    return frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    if "seeds" in frame.columns:
+        # Imported here: analysis imports sweep.store (a module-level import would be a
+        # cycle) and pulls in scipy, which a sweep needs only at this point.
+        from ..analysis.stats import few_seeds_warning
+
+        warning = few_seeds_warning(frame["seeds"].fillna(0).astype(int).tolist())
+        if warning:
+            text += "\n" + warning
+    return text

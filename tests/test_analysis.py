@@ -43,7 +43,10 @@ def test_summary_gives_mean_sd_count_and_t_interval_over_seeds():
             "m": [1.0, 2.0, 3.0, 10.0, 14.0, 999.0],
         }
     )
-    table = summary(frame, by=["policy.name"], metrics=["m"]).set_index("policy.name")
+    # Declared "real" (a quantity of any sign): Student's t. Positive metrics get a positive
+    # interval instead (tests/test_intervals.py). b has two ok seeds: a warning.
+    with pytest.warns(UserWarning, match="fewer than 3 seeds"):
+        table = summary(frame, by=["policy.name"], metrics=["m"], scales={"m": "real"}).set_index("policy.name")
     # a: mean 2, sd 1, n 3 -> 2 +- 4.302653 / sqrt(3)
     assert table.loc["a", "m_mean"] == 2.0 and table.loc["a", "m_std"] == 1.0 and table.loc["a", "m_n"] == 3
     half = T_975_2 * 1.0 / math.sqrt(3)
@@ -56,7 +59,8 @@ def test_summary_gives_mean_sd_count_and_t_interval_over_seeds():
 
 def test_summary_of_a_single_seed_has_no_interval():
     frame = pd.DataFrame({"policy.name": ["a"], "seed": [1], "m": [5.0]})
-    row = summary(frame, by=["policy.name"], metrics=["m"]).iloc[0]
+    with pytest.warns(UserWarning, match=r"fewest: 1\)"):
+        row = summary(frame, by=["policy.name"], metrics=["m"]).iloc[0]
     assert row["m_mean"] == 5.0 and row["m_n"] == 1 and math.isnan(row["m_ci_low"]) and math.isnan(row["m_std"])
 
 
