@@ -82,7 +82,9 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
     missing = [n for n in names if not (folder / n).exists()]
     if missing:
         raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
-    print(f"best of {repeat} runs; python {sys.version.split()[0]}, {os.cpu_count()} cpus\n")
+    from .scale_bench import machine_description
+
+    print(f"best of {repeat} runs; machine: {machine_description()}\n")
     print(f"{'log':<30} {'policy':<7} {'jobs':>8} {'load s':>8} {'simulate s':>11} {'jobs/s':>10}")
     for name in names:
         for policy in BENCH_POLICIES:

@@ -112,6 +112,27 @@ def _max_procs(log: Path) -> int:
     return header_int(read_swf(log).header, "MaxProcs", "MaxNodes")
 
 
+def machine_description() -> str:
+    """What a speed figure needs beside it to mean anything elsewhere: the CPU model, the
+    number of CPUs, the memory, the operating system, and the Python and numpy versions."""
+    import numpy
+
+    model = platform.processor() or platform.machine()
+    memory = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), model)
+        with open("/proc/meminfo", encoding="utf-8", errors="replace") as handle:
+            kib = next((int(line.split()[1]) for line in handle if line.startswith("MemTotal:")), 0)
+        memory = f", {kib / 2**20:.0f} GiB" if kib else ""
+    except OSError:  # not Linux: the platform module's answer stands
+        pass
+    return (
+        f"{model} ({platform.machine()}), {os.cpu_count()} cpus{memory}; {platform.system()} {platform.release()}; "
+        f"python {platform.python_version()}, numpy {numpy.__version__}"
+    )
+
+
 def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int:
     """Run every scale case and print measurements, ratios and whether each target is met."""
     folder, script = Path(traces), Path(reference)
@@ -121,10 +142,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
         raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
     if not script.exists():
         raise TiersweepError(f"--reference {script}: the bare textbook loop is not there")
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cpus, {platform.processor() or platform.platform()}; "
-        f"python {platform.python_version()}"
-    )
+    print(f"machine: {machine_description()}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         logs = {}
