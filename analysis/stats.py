@@ -16,6 +16,8 @@ import pandas as pd
 from scipy import special
 from scipy import stats as st
 
+from ..sweep.summary import MIN_SEEDS, few_seeds_warning
+
 __all__ = [
     "summary",
     "compare",
@@ -36,22 +38,8 @@ __all__ = [
 POLICY = "policy.name"
 #: The seed column of a runs table.
 SEED = "seed"
-#: Fewer seeds than this per group get a warning: an interval from two values is too wide to
-#: read (Student's t with one degree of freedom is 12.7) and says nothing of the spread.
-MIN_SEEDS = 3
-
-
-def few_seeds_warning(counts: Sequence[int]) -> str | None:
-    """The warning to print when a group has fewer than :data:`MIN_SEEDS` seeds (None if none
-    has); ``counts`` are the seeds of each group (groups with none are ignored)."""
-    counts = [int(n) for n in counts if int(n) > 0]
-    if not counts or min(counts) >= MIN_SEEDS:
-        return None
-    few = sum(n < MIN_SEEDS for n in counts)
-    return (
-        f"warning: {few} of {len(counts)} group(s) have fewer than {MIN_SEEDS} seeds (fewest: {min(counts)}); "
-        f"their intervals are too wide to read or missing: run more seeds"
-    )
+# (MIN_SEEDS and few_seeds_warning live with the sweep's summary table, which prints the same
+# warning; dependencies point from analysis to sweep, never back.)
 
 
 class FewSeedsWarning(UserWarning):

@@ -7,7 +7,25 @@ from typing import Sequence
 from .cells import Cell, flatten
 from .store import read_table
 
-__all__ = ["summary_frame", "format_summary"]
+__all__ = ["summary_frame", "format_summary", "few_seeds_warning", "MIN_SEEDS"]
+
+#: Fewer seeds than this per group get a warning: an interval from two values is too wide to
+#: read (Student's t with one degree of freedom is 12.7) and says nothing of the spread.
+MIN_SEEDS = 3
+
+
+def few_seeds_warning(counts: Sequence[int]) -> str | None:
+    """The warning to print when a group has fewer than :data:`MIN_SEEDS` seeds (None if none
+    has); ``counts`` are the seeds of each group (groups with none are ignored). The sweep's
+    summary prints it, and ``tiersweep.analysis`` warns with it."""
+    counts = [int(n) for n in counts if int(n) > 0]
+    if not counts or min(counts) >= MIN_SEEDS:
+        return None
+    few = sum(n < MIN_SEEDS for n in counts)
+    return (
+        f"warning: {few} of {len(counts)} group(s) have fewer than {MIN_SEEDS} seeds (fewest: {min(counts)}); "
+        f"their intervals are too wide to read or missing: run more seeds"
+    )
 
 
 def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str]):
@@ -45,16 +63,12 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
 
 def format_summary(frame) -> str:
     """The frame as an aligned text table, followed by the few-seeds warning
-    (:func:`tiersweep.analysis.stats.few_seeds_warning`) when a grid point has fewer than
+    (:func:`few_seeds_warning`) when a grid point has fewer than
     three ok seeds (grid points where every seed failed are counted in ``failed`` instead)."""
     if frame.empty:
         return "(no results)"
     text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if "seeds" in frame.columns:
-        # Imported here: analysis imports sweep.store (a module-level import would be a
-        # cycle) and pulls in scipy, which a sweep needs only at this point.
-        from ..analysis.stats import few_seeds_warning
-
         warning = few_seeds_warning(frame["seeds"].fillna(0).astype(int).tolist())
         if warning:
             text += "\n" + warning

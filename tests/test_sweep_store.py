@@ -43,6 +43,7 @@ FIXED_TYPES = {
     "error": pa.string(),
     "wall_seconds": pa.float64(),
     "model_version": pa.string(),
+    "code_digest": pa.string(),
     "package_version": pa.string(),
     "seed": pa.int64(),
     "replicate": pa.int64(),
