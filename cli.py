@@ -66,7 +66,8 @@ def spec_help() -> str:
     lines += [f"  {name}: {meaning}" for name, meaning in CAPABILITIES.items()]
     lines += [
         "",
-        "Relative trace paths are taken from the current directory. Example:",
+        "Relative trace paths in a spec or config file are taken from the file's folder (so it runs",
+        "from any directory); those given with --set, from the current directory. Example:",
         "  policy: {name: amcbf, bg_threshold: 0.96}",
         "  platform: {kind: nodes, nodes: 320, tiers: 2, migration_cost: 20}",
     ]
@@ -122,10 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
         "Re-running resumes; cells already stored are never computed twice.",
         epilog="Config keys: name, base (a run spec), grid (dotted spec key -> list), zip (list of groups of "
         "keys that vary together), exclude (list of {key: value(s)} rules), seeds (a count or a list), "
-        "seed (the sweep seed a count derives from). An existing Ray cluster: --address or RAY_ADDRESS; "
-        "with token authentication set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from `ray get-auth-token`).",
+        "seed (the sweep seed a count derives from). Relative trace paths in the config are taken from "
+        "its folder, those of --set from the current directory. An existing Ray cluster: --address or "
+        "RAY_ADDRESS; with token authentication set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from "
+        "`ray get-auth-token`).",
     )
     sweep.add_argument("config", metavar="CONFIG.yaml", help="the sweep config")
+    sweep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the config's base spec, e.g. --set workload.jobs=2000 (repeatable; "
+        "a key the grid varies is refused: change the grid instead)",
+    )
     sweep.add_argument("--out", default="results", help="results folder [%(default)s]")
     sweep.add_argument("--backend", choices=["ray", "process", "serial"], default="ray", help="where cells run [%(default)s]")
     sweep.add_argument("--address", help="an existing Ray cluster (host:port, ray://..., or auto)")
@@ -143,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
         "parameters (or the Pareto front) beside the default-parameter baseline; writes OUT/NAME/trials and plots.",
     )
     tune.add_argument("config", metavar="CONFIG.yaml", help="the tuning config")
+    tune.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the config's base spec, e.g. --set workload.load=0.9 (repeatable; "
+        "a tuned key or one the variants set is refused)",
+    )
     tune.add_argument("--out", default="results", help="results folder [%(default)s]")
     tune.add_argument("--trials", type=whole_number(1), help="finished trials to reach [the config's]")
     tune.add_argument("--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]")
@@ -158,6 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("root", metavar="OUT/NAME", help="a sweep's results folder")
     report.add_argument("--out", help="where to write the report [OUT/NAME/report]")
+    report.add_argument(
+        "--window",
+        metavar="START:END",
+        help="the part of each run the Gantt and VMs-held charts show, in seconds of simulated time "
+        "(0:86400; either end may be left out) [the whole run]",
+    )
+    report.add_argument(
+        "--gantt-at",
+        metavar="KEY=VALUE",
+        action="append",
+        help="chart the runs with this grid value or seed (workload.load=0.9, seed=2; repeatable), one per "
+        "policy [the first grid point and seed]",
+    )
 
     compact_parser = sub.add_parser(
         "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
@@ -190,12 +224,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     desc = wsub.add_parser(
         "describe",
-        help="statistics of an SWF file or a spec's workload",
+        help="statistics of an SWF file, a spec's workload or a model's",
         description="Print jobs, machine size, size mix (serial share, powers of two), runtime "
-        "mean/median/CV, inter-arrival mean and offered load of an SWF file or a spec's workload.",
+        "mean/median/CV, inter-arrival mean and offered load of an SWF file, a spec's workload, or a "
+        "model's workload (e.g. `tiersweep workload describe lublin03 --set workload.jobs=5000`).",
     )
-    desc.add_argument("path", metavar="F.swf|SPEC.yaml", help="an SWF file (plain or gzip) or a run spec")
-    desc.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a spec key")
+    desc.add_argument(
+        "path", metavar="F.swf|SPEC.yaml|MODEL", help="an SWF file (plain or gzip), a run spec, or a model name"
+    )
+    desc.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a spec key of a spec or model, e.g. --set workload.load=0.8; workload.model "
+        "replaces a spec's trace (repeatable)",
+    )
     desc.add_argument("--json", action="store_true", help="print one JSON object")
     desc.add_argument("--plot", metavar="F.png", help="also write a plot: sizes, runtimes, arrivals by hour")
 
@@ -287,6 +332,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 retry_failed=args.retry_failed,
                 max_cells=args.max_cells,
                 dry_run=args.dry_run,
+                overrides=args.overrides,
             )
         if args.command == "tune":
             from .analysis.tune_plots import write_tuning_plots
@@ -300,12 +346,19 @@ def _main(argv: Sequence[str] | None) -> int:
                 backend=args.backend,
                 address=args.address,
                 plots=None if args.no_plots else write_tuning_plots,
+                overrides=args.overrides,
             )
         if args.command == "report":
-            from .analysis.report import write_report
+            from .analysis.report import parse_assignments, parse_window, write_report
 
             try:
-                page = write_report(args.root, args.out)
+                page = write_report(
+                    args.root,
+                    args.out,
+                    window=parse_window(args.window),
+                    gantt_at=parse_assignments(args.gantt_at),
+                    on_warning=lambda text: print(f"tiersweep: {text}", file=sys.stderr),
+                )
             except FileNotFoundError as error:
                 raise TiersweepError(str(error)) from None
             print(f"report: {page}")

@@ -18,26 +18,42 @@
 
 The cells are the cartesian product of the grid axes and the zip groups (each group one
 axis), times the seeds, less the exclusions; each is validated as a run spec before anything
-runs, and errors name the config key path and the cell.
+runs, and errors name the config key path and the cells (every invalid cell, grouped by error,
+with what to change).
+
+Relative trace paths in a config file (in ``base``, in axis values, in exclusion rules) are
+taken from the file's folder; ``--set`` values (:func:`override_base`) from the current
+directory.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..core.errors import SpecError
 from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, set_key, validate_spec
 
 from .cells import Cell, cell_id, replicate_seed
-from .specfile import load_spec_file
+from .specfile import apply_overrides, check_kind, file_folder, parse_override, read_spec_file, resolve_key_traces, resolve_spec_traces
 
-__all__ = ["SweepConfig", "load_sweep_config", "parse_sweep_config", "expand", "check_header", "parse_seeds", "MAX_CELLS"]
+__all__ = [
+    "SweepConfig",
+    "load_sweep_config",
+    "parse_sweep_config",
+    "override_base",
+    "check_override_keys",
+    "expand",
+    "check_header",
+    "parse_seeds",
+    "MAX_CELLS",
+]
 
 #: The most cells a sweep (grid points x seeds) or one tuning trial (seeds x variants) may have.
 MAX_CELLS = 1_000_000
@@ -59,6 +75,13 @@ class SweepConfig:
     raw: dict[str, Any]
     description: str = ""
     grids: list[list[dict[str, list[Any]]]] | None = None
+    # Where the config came from, not what it is (so not compared): the study is the same
+    # whether read from a file or built from a mapping.
+    #: The config file's text as read (None for a config built from a mapping): the config as
+    #: its author wrote it, relative paths and comments included (``raw`` has absolute paths).
+    source_text: str | None = field(default=None, repr=False, compare=False)
+    #: The ``--set KEY=VALUE`` overrides applied to ``base`` (``raw`` and ``base`` include them).
+    overrides: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def axis_sets(self) -> list[list[dict[str, list[Any]]]]:
@@ -66,9 +89,93 @@ class SweepConfig:
         return self.grids if self.grids is not None else [self.axes]
 
 
-def load_sweep_config(path: str | Path) -> SweepConfig:
-    """Read and validate a sweep config file (YAML, safe loader)."""
-    return parse_sweep_config(load_spec_file(path), source=str(path))
+def load_sweep_config(path: str | Path, overrides: Sequence[str] = ()) -> SweepConfig:
+    """Read and validate a sweep config file (YAML, safe loader).
+
+    Relative trace paths in the file are made absolute against the file's folder; then
+    ``overrides`` (``KEY=VALUE``, as ``--set`` gives them) are applied to the base spec (see
+    :func:`override_base`).
+
+    Raises:
+        SpecError: As :func:`parse_sweep_config` and :func:`override_base`; or the file is a
+            run spec or a tuning config (the message names the command to use).
+    """
+    raw, text = read_spec_file(path)
+    check_kind(raw, "sweep", str(path))
+    config = parse_sweep_config(_resolve_traces(raw, file_folder(path)), source=str(path))
+    config = replace(config, source_text=text)
+    return override_base(config, overrides, source=str(path)) if overrides else config
+
+
+def _resolve_traces(raw: Mapping[str, Any], folder: str) -> dict[str, Any]:
+    """``raw`` with the relative trace paths of its base, axes and exclusion rules made
+    absolute against ``folder`` (parts of the wrong shape are left for validation to report)."""
+
+    def keyed(mapping: Any) -> Any:
+        if not isinstance(mapping, Mapping):
+            return mapping
+        return {key: resolve_key_traces(key, values, folder) for key, values in mapping.items()}
+
+    out = dict(raw)
+    if "base" in out:
+        out["base"] = resolve_spec_traces(out["base"], folder)
+    if "grid" in out:
+        out["grid"] = keyed(out["grid"])
+    for name in ("grids", "zip", "exclude"):
+        if isinstance(out.get(name), list):
+            out[name] = [keyed(item) for item in out[name]]
+    return out
+
+
+def check_override_keys(overrides: Sequence[str], varied: Mapping[str, str], seeds_given: bool) -> None:
+    """Refuse ``--set`` keys that a study sets itself in every cell: ``varied`` maps each
+    canonical dotted key the study varies to where (``grid``, ``params``, ...). A key is refused
+    when it is such a key, a section holding one or a key inside one, and ``seed`` when the
+    config gives ``seeds`` (each cell's seed replaces the base spec's).
+
+    The values of an axis are the config's to give: ``--set`` changes what every cell shares.
+
+    Raises:
+        SpecError: Naming the key, where the study varies it and what to change instead.
+    """
+    for text in overrides:
+        given, _ = parse_override(text)
+        key = canonical_key(given)
+        if key == "seed" and seeds_given:
+            raise SpecError(
+                f"--set {given}: each cell runs a seed of the config's 'seeds', which replaces the base spec's seed; "
+                "change 'seeds' (or the 'seed' a count of seeds derives from) in the config"
+            )
+        for other, where in varied.items():
+            related = {key, other} == {"workload.model", "workload.trace"}  # one replaces the other
+            if key == other or other.startswith(key + ".") or key.startswith(other + ".") or related:
+                raise SpecError(
+                    f"--set {given}: {other} is varied by the config's {where}, which sets it in every cell; "
+                    f"change its values in the config instead"
+                )
+
+
+def override_base(config: SweepConfig, overrides: Sequence[str], source: str = "sweep config") -> SweepConfig:
+    """``config`` with ``overrides`` (``KEY=VALUE``, the value read as YAML, as ``run --set``
+    reads it) applied to its base spec, in order; relative trace paths in them are taken from
+    the current directory. Cell ids change with the base, as they should.
+
+    Raises:
+        SpecError: A malformed override, or a key that a grid axis or zip group varies (or
+            ``seed`` when the config gives ``seeds``): an axis's values belong to the config.
+    """
+    if not overrides:
+        return config
+    zipped = {canonical_key(key) for group in config.raw.get("zip") or [] for key in group}
+    varied: dict[str, str] = {}
+    for g, axes in enumerate(config.axis_sets):
+        for axis in axes:
+            for key in axis:
+                varied.setdefault(key, "zip" if key in zipped else "grid" if config.grids is None else f"grids[{g}]")
+    check_override_keys(overrides, varied, "seeds" in config.raw)
+    base = apply_overrides(dict(config.raw["base"]), overrides, folder=os.getcwd())
+    changed = parse_sweep_config({**config.raw, "base": base}, source=source)
+    return replace(changed, source_text=config.source_text, overrides=(*config.overrides, *overrides))
 
 
 def _list(path: str, value: Any) -> list[Any]:
@@ -203,14 +310,26 @@ def _excluded(point: Mapping[str, Any], rules: list[dict[str, list[Any]]]) -> bo
     return any(all(point.get(key) in values for key, values in rule.items()) for rule in rules)
 
 
+#: Invalid cells an error names at most per kind of error, and kinds of error it lists at most
+#: (the rest are counted): enough to see the pattern without a screenful per cell.
+LISTED_CELLS = 5
+LISTED_ERRORS = 20
+#: Most (grid point x key subset) checks spent finding which axis values cause an error.
+_DIAGNOSIS_BUDGET = 200_000
+
+
 def expand(config: SweepConfig) -> list[Cell]:
     """The cells of a sweep, in a fixed order: grid points (grid by grid; axes in config order,
     last axis fastest), then seeds; excluded points dropped; cells with the same canonical spec
     kept once.
 
+    Every grid point is validated before the error is raised, so that one message reports every
+    invalid cell: grouped by error, each group naming its first cells and what to change (the
+    axis value that fails wherever it appears; the combinations to ``exclude`` where only some
+    combinations fail; the base spec where every cell fails).
+
     Raises:
-        SpecError: A cell's spec is invalid (the message names the cell's grid values), or the
-            exclusions leave no cell.
+        SpecError: Some cells' specs are invalid, or the exclusions leave no cell.
     """
     points = []
     for axes in config.axis_sets:
@@ -221,12 +340,15 @@ def expand(config: SweepConfig) -> list[Cell]:
         points.extend(itertools.product(*choices) if choices else [()])
     cells: list[Cell] = []
     seen: set[str] = set()
+    kept: list[dict[str, Any]] = []  # the points left after the exclusions
+    invalid: dict[str, list[dict[str, Any]]] = {}  # error -> its points, in order of first sight
     for combination in points:
         point: dict[str, Any] = {}
         for part in combination:
             point.update(part)
         if _excluded(point, config.exclude):
             continue
+        kept.append(point)
         spec = dict(config.base)
         for key, value in point.items():
             spec = set_key(spec, key, value)
@@ -234,17 +356,123 @@ def expand(config: SweepConfig) -> list[Cell]:
             spec["seed"] = seed
             try:
                 canonical = validate_spec(spec)
-                trace = canonical["workload"]["trace"]
-                if trace is not None and not Path(trace).exists():
-                    raise SpecError(f"workload.trace: no such file {trace!r} (relative paths are taken from {Path.cwd()})")
+                _check_trace(canonical["workload"]["trace"])
             except SpecError as error:
-                where = ", ".join(f"{k}={v!r}" for k, v in point.items()) or "the base spec"
-                raise SpecError(f"cell {where}: {error} (use 'exclude' to drop combinations that do not apply)") from None
+                invalid.setdefault(str(error), []).append(point)
+                break  # (the seeds are checked with the config: another seed fails alike)
+            if invalid:
+                continue  # the sweep will not run: no cell ids (a trace digest each) needed
             identity = cell_id(canonical)
             if identity in seen:
                 continue
             seen.add(identity)
             cells.append(Cell(len(cells), identity, canonical, dict(point), replicate))
+    if invalid:
+        raise SpecError(_invalid_cells_message(invalid, kept))
     if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)
         raise SpecError("exclude: the rules drop every grid point, so the sweep has no cells to run")
     return cells
+
+
+def _check_trace(trace: str | None) -> None:
+    if trace is not None and not Path(trace).exists():
+        relative = "" if os.path.isabs(trace) else f" (relative paths are taken from {Path.cwd()})"
+        raise SpecError(f"workload.trace: no such file {trace!r}{relative}")
+
+
+def _identity(point: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A hashable identity of a grid point (values may be lists or mappings)."""
+    return tuple((key, repr(value)) for key, value in point.items())
+
+
+def _show_point(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in point.items())
+
+
+def _invalid_cells_message(invalid: dict[str, list[dict[str, Any]]], kept: list[dict[str, Any]]) -> str:
+    """One line per kind of error: its first cells, how many more, and what to change; then,
+    when there are several kinds, a count of the invalid grid points."""
+    lines = []
+    bad: set[tuple[tuple[str, str], ...]] = set()
+    for error, given in list(invalid.items())[:LISTED_ERRORS]:
+        points = list({_identity(p): p for p in given}.values())  # (a point may be in two grids)
+        bad.update(_identity(p) for p in points)
+        if not points[0]:
+            lines.append(f"the base spec: {error}")
+            continue
+        line = f"cell {_show_point(points[0])}: {error}"
+        if len(points) > 1:
+            shown = "; ".join(_show_point(p) for p in points[1:LISTED_CELLS])
+            rest = max(len(points) - LISTED_CELLS, 0)
+            line += f" (also {len(points) - 1} more cell{'s' if len(points) > 2 else ''}: {shown}" + (
+                f"; and {rest} more)" if rest else ")"
+            )
+        others = [p for other, given in invalid.items() if other != error for p in given]
+        lines.append(line + _fix(error, points, others, kept))
+    for given in list(invalid.values())[LISTED_ERRORS:]:
+        bad.update(_identity(p) for p in given)
+    if len(invalid) > 1:
+        more = f", {len(invalid) - LISTED_ERRORS} not shown" if len(invalid) > LISTED_ERRORS else ""
+        distinct = len({_identity(p) for p in kept})
+        lines.append(f"{len(bad)} of {distinct} grid points are invalid ({len(invalid)} different errors{more}); nothing was run")
+    return "\n".join(lines)
+
+
+def _fix(error: str, failing: list[dict[str, Any]], others: list[dict[str, Any]], kept: list[dict[str, Any]]) -> str:
+    """What to change for ``error``, which the ``failing`` points have, found as the fewest
+    axis keys whose values say which points fail: none (every cell fails: the base spec), one
+    (a value that fails wherever it appears: change or drop it) or several (combinations that
+    do not apply: ``exclude`` rules). Empty when that search would take too long.
+
+    A point validation stopped at another error (``others``) may have this one too: it counts
+    for neither side. Among key sets of one size, those naming keys the error names come first
+    (in a zip group, the key at fault rather than its partner)."""
+    keys = list(dict.fromkeys(key for point in kept for key in point))
+    if len(kept) * 2 ** len(keys) > _DIAGNOSIS_BUDGET:
+        return ""
+    missing = object()
+
+    def text_of(point: Mapping[str, Any]) -> tuple[str, ...]:
+        # Values as text: they may be lists or mappings, which do not hash.
+        return tuple(repr(point.get(key, missing)) for key in keys)
+
+    texts = [text_of(point) for point in kept]
+    failing_texts = {text_of(point): point for point in failing}
+    unknown = {text_of(point) for point in others}
+    named = [key in error for key in keys]
+    for size in range(len(keys) + 1):
+        subsets = sorted(itertools.combinations(range(len(keys)), size), key=lambda s: -sum(named[i] for i in s))
+        for subset in subsets:
+            causes = {tuple(text[i] for i in subset): point for text, point in failing_texts.items()}
+            if all(text in failing_texts or text in unknown for text in texts if tuple(text[i] for i in subset) in causes):
+                return _fix_text(tuple(keys[i] for i in subset), list(causes.values()))
+    return ""
+
+
+def _fix_text(subset: tuple[str, ...], examples: list[dict[str, Any]]) -> str:
+    if not subset:
+        return "; every cell has this error: fix the base spec (or the axis value it names)"
+    if any(key not in point for point in examples for key in subset):
+        return ""  # (points of grids without one of these axes: no rule names them alone)
+    if len(subset) == 1:
+        key = subset[0]
+        values = " or ".join(repr(point[key]) for point in examples[:LISTED_CELLS])
+        more = f" (and {len(examples) - LISTED_CELLS} more values)" if len(examples) > LISTED_CELLS else ""
+        return (
+            f"; every cell with {key}={values}{more} has this error: change or drop "
+            f"{'that value' if len(examples) == 1 else 'those values'} in the config"
+        )
+    rules = ", ".join(
+        "{" + ", ".join(f"{key}: {_flow(point[key])}" for key in subset) + "}" for point in examples[:LISTED_CELLS]
+    )
+    more = f", ... ({len(examples)} rules in all)" if len(examples) > LISTED_CELLS else ""
+    return f"; these combinations do not apply: drop them with exclude: [{rules}{more}]"
+
+
+def _flow(value: Any) -> str:
+    """``value`` as YAML flow text, for an ``exclude`` rule to paste into a config."""
+    import json
+
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z_/][\w./-]*", value) and value.lower() not in ("true", "false", "null", "yes", "no", "on", "off"):
+        return value
+    return json.dumps(value, default=str)

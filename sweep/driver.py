@@ -85,7 +85,8 @@ def plan(
 
 def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
     specs = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
-    store.prepare(config.raw, spec_column_types(specs), *result_columns([c.spec for c in cells]))
+    source = {"config_text": config.source_text, "overrides": list(config.overrides)}
+    store.prepare(config.raw, spec_column_types(specs), *result_columns([c.spec for c in cells]), source=source)
 
 
 def result_columns(specs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:

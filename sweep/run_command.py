@@ -7,10 +7,12 @@ import math
 from typing import Any
 
 from ..core import simulate
+from ..core.capabilities import MOVES
 from ..core.platforms import PLATFORMS
+from ..core.policies import POLICIES
 from ..core.simulate import RunResult
 
-from .specfile import apply_overrides, load_spec_file
+from .specfile import apply_overrides, load_run_spec
 
 __all__ = ["run_command", "summary_json", "summary_table"]
 
@@ -62,19 +64,35 @@ def _fmt(value: float, unit: str) -> str:
     return f"{text} {unit}".rstrip()
 
 
+def _uses_migration_cost(policy: str, metrics: dict[str, Any]) -> bool:
+    """Whether ``platform.migration_cost`` (the restore delay of a suspended or moved job) can
+    matter to a run: the policy moves jobs, or jobs were suspended and restarted in it."""
+    moves = policy in POLICIES and MOVES in POLICIES[policy].requires
+    return moves or bool(metrics.get("migrations_per_job", 0.0) > 0)
+
+
 def summary_table(result: RunResult) -> str:
-    """A readable summary: what ran, the metrics, and every workload rule that fired."""
+    """A readable summary: what ran, the metrics, and every workload rule that fired.
+
+    The policy line shows the parameters the policy declares; the platform line shows
+    ``migration_cost`` only where it can matter (see :func:`_uses_migration_cost`)."""
     spec = result.spec
     workload, platform, policy = spec["workload"], spec["platform"], spec["policy"]
-    params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name")
+    declared = POLICIES[policy["name"]].params if policy["name"] in POLICIES else policy
+    params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared)
+    cost = platform.get("migration_cost") if _uses_migration_cost(policy["name"], result.metrics) else None
+    if "nodes" in platform:
+        where = f"{platform['kind']}, {platform['nodes']} nodes" + (
+            f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else ""
+        )
+        where += f", migration cost {cost:g} s" if cost is not None else ""
+    else:
+        shown = {k: v for k, v in platform.items() if k != "kind" and (k != "migration_cost" or cost is not None)}
+        where = f"{platform['kind']}, " + ", ".join(f"{k}={v}" for k, v in shown.items())
+    source = workload["trace"] if workload["trace"] is not None else f"{workload['model']} ({workload['preset']}), {workload['jobs']:,} jobs"
     lines = [
-        f"workload  {workload['trace']}",
-        (
-            f"platform  {platform['kind']}, {platform['nodes']} nodes"
-            + (f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else "")
-            if "nodes" in platform
-            else f"platform  {platform['kind']}, " + ", ".join(f"{k}={v}" for k, v in platform.items() if k != "kind")
-        ),
+        f"workload  {source}",
+        f"platform  {where}",
         f"policy    {policy['name']}{f' ({params})' if params else ''}, estimate {workload['estimate']}, "
         f"overrun {workload['overrun']}, seed {spec['seed']}",
         "",
@@ -96,8 +114,11 @@ def summary_table(result: RunResult) -> str:
 
 
 def run_command(spec_path: str, overrides: list[str], as_json: bool, jobs_out: str | None) -> int:
-    """Run the spec at ``spec_path`` and print its summary; return the exit status."""
-    spec = apply_overrides(load_spec_file(spec_path), overrides)
+    """Run the spec at ``spec_path`` and print its summary; return the exit status.
+
+    Relative trace paths in the file are taken from its folder, those of ``overrides`` from the
+    current directory."""
+    spec = apply_overrides(load_run_spec(spec_path), overrides)
     result = simulate(spec)
     if jobs_out:
         from .jobs_file import write_job_records

@@ -19,19 +19,40 @@ study other than the one its author wrote:
 * **Size limits**: at most :data:`MAX_DEPTH` levels of nesting and :data:`MAX_VALUES` values
   once aliases are expanded (an alias "bomb" or a recursive alias is refused before anything
   walks it), and text that is not UTF-8 is refused, naming the byte.
+
+**Relative trace paths** (``workload.trace``) in a file are taken from the file's folder, so a
+spec or config runs the same from any working directory: :func:`load_run_spec` and the sweep and
+tuning config loaders rewrite them to absolute paths as they read the file. Paths given on the
+command line (``--set workload.trace=...``) and in mappings built in Python are taken from the
+current directory.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..core.errors import SpecError
-from ..core.spec import set_key
+from ..core.spec import canonical_key, set_key
 
-__all__ = ["load_spec_file", "apply_overrides", "parse_override", "MAX_DEPTH", "MAX_VALUES"]
+__all__ = [
+    "load_spec_file",
+    "read_spec_file",
+    "load_run_spec",
+    "apply_overrides",
+    "parse_override",
+    "resolve_path",
+    "resolve_spec_traces",
+    "resolve_key_traces",
+    "file_folder",
+    "config_kind",
+    "check_kind",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+]
 
 #: Deepest nesting of mappings and lists a spec file may have (a real sweep config has five).
 MAX_DEPTH = 64
@@ -40,12 +61,23 @@ MAX_VALUES = 200_000
 
 
 def load_spec_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML spec with the safe loader (a ``.json`` file with the JSON parser).
+    """Read a YAML spec with the safe loader (a ``.json`` file with the JSON parser), as
+    written: trace paths are not resolved (see :func:`load_run_spec`).
 
     Raises:
         SpecError: The file is missing, is not UTF-8, is not YAML, repeats a key, is too deep
             or too large, or is not a mapping; the message names the file (and the line, where
             one is at fault).
+    """
+    return read_spec_file(path)[0]
+
+
+def read_spec_file(path: str | Path) -> tuple[dict[str, Any], str]:
+    """The mapping a spec or config file holds (as :func:`load_spec_file` reads it) and the
+    file's text as read (kept so that results can show the config as its author wrote it).
+
+    Raises:
+        SpecError: As :func:`load_spec_file`.
     """
     path = Path(path)
     try:
@@ -65,7 +97,118 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise SpecError(f"{path}: expected a mapping of spec keys, got {type(spec).__name__}")
     _check_size(spec, str(path))
-    return spec
+    return spec, text
+
+
+def load_run_spec(path: str | Path) -> dict[str, Any]:
+    """Read a run spec file: :func:`load_spec_file`, then a relative ``workload.trace`` made
+    absolute against the file's folder.
+
+    Raises:
+        SpecError: As :func:`load_spec_file`; or the file is a sweep or tuning config (the
+            message names the command to use).
+    """
+    spec = load_spec_file(path)
+    check_kind(spec, "run", str(path))
+    return resolve_spec_traces(spec, file_folder(path))
+
+
+# -- relative trace paths ----------------------------------------------------------------------
+
+#: The dotted keys whose values are trace paths, and the section whose mapping holds one.
+_TRACE_KEY = "workload.trace"
+_WORKLOAD_KEY = "workload"
+
+
+def file_folder(path: str | Path) -> str:
+    """The absolute folder of file ``path``: where its relative trace paths are taken from."""
+    return os.path.dirname(os.path.abspath(path))
+
+
+def resolve_path(value: Any, folder: str | Path) -> Any:
+    """``value`` made absolute against ``folder`` when it is a relative path; anything else
+    (an absolute path, None, a value of the wrong type for validation to report) unchanged.
+
+    ``..`` is folded away for readable specs and messages, except where a symbolic link on the
+    way makes the folded path another file than the file system's reading of it.
+    """
+    if not isinstance(value, str) or not value or os.path.isabs(value):
+        return value
+    joined = os.path.join(os.fspath(folder), value)
+    tidy = os.path.normpath(joined)
+    if tidy == joined:
+        return tidy
+    exists = os.path.exists(joined)
+    if exists != os.path.exists(tidy) or (exists and not os.path.samefile(joined, tidy)):
+        return joined
+    return tidy
+
+
+def resolve_spec_traces(spec: Any, folder: str | Path) -> Any:
+    """A copy of run spec ``spec`` with a relative ``workload.trace`` made absolute against
+    ``folder`` (``spec`` itself when it holds none, or is not a spec's shape)."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("workload"), Mapping):
+        return spec
+    workload = spec["workload"]
+    trace = resolve_path(workload.get("trace"), folder)
+    if trace is workload.get("trace"):
+        return spec
+    return {**spec, "workload": {**workload, "trace": trace}}
+
+
+def resolve_key_traces(key: Any, value: Any, folder: str | Path) -> Any:
+    """The value of dotted spec key ``key`` (as a grid axis, a zip group, an exclusion rule or a
+    variant gives it: one value or a list of values) with relative trace paths made absolute
+    against ``folder``. Keys other than ``workload.trace`` and ``workload`` are unchanged."""
+    if not isinstance(key, str) or canonical_key(key.strip()) not in (_TRACE_KEY, _WORKLOAD_KEY):
+        return value
+
+    def one(item: Any) -> Any:
+        if canonical_key(key.strip()) == _TRACE_KEY:
+            return resolve_path(item, folder)
+        return resolve_spec_traces({"workload": item}, folder)["workload"]
+
+    return [one(item) for item in value] if isinstance(value, list) else one(value)
+
+
+# -- which kind of file ------------------------------------------------------------------------
+
+#: Keys only a tuning config has, and keys only a sweep config has (both have name and base).
+_TUNE_ONLY = ("params", "objective", "variants", "trials", "parallel", "sampler", "study")
+_SWEEP_ONLY = ("grid", "grids", "zip", "exclude")
+_KINDS = {"run": ("a run spec", "run"), "sweep": ("a sweep config", "sweep"), "tune": ("a tuning config", "tune")}
+
+
+def config_kind(raw: Any) -> str | None:
+    """``"run"``, ``"sweep"`` or ``"tune"``: what a file's mapping evidently is; None when it
+    does not say (then validation reports what is wrong with it as what it was given as).
+
+    A run spec has a ``workload`` and no ``base``; sweep and tuning configs have a ``base``
+    and keys only one of them has.
+    """
+    if not isinstance(raw, Mapping):
+        return None
+    if "base" not in raw:
+        return "run" if "workload" in raw else None
+    if any(key in raw for key in _TUNE_ONLY):
+        return "tune"
+    if any(key in raw for key in _SWEEP_ONLY):
+        return "sweep"
+    return None
+
+
+def check_kind(raw: Any, expected: str, where: str) -> None:
+    """Refuse a file that is evidently another kind than ``expected`` (``run``, ``sweep`` or
+    ``tune``), naming the command that takes it.
+
+    Raises:
+        SpecError: E.g. ``c.yaml: this is a sweep config, not a run spec: use tiersweep sweep c.yaml``.
+    """
+    kind = config_kind(raw)
+    if kind is not None and kind != expected:
+        raise SpecError(
+            f"{where}: this is {_KINDS[kind][0]}, not {_KINDS[expected][0]}: use tiersweep {_KINDS[kind][1]} {where}"
+        )
 
 
 def _load_json(text: str) -> dict[str, Any] | None:
@@ -196,9 +339,46 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def apply_overrides(spec: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply each ``KEY=VALUE`` of ``overrides`` to ``spec``, in order."""
+#: Workload keys that only a model workload takes, and those only a trace takes (as
+#: :func:`tiersweep.core.spec.validate_spec` enforces): dropped when an override switches the
+#: workload from one kind to the other.
+_MODEL_ONLY = ("model", "preset", "params", "max_size")
+_TRACE_ONLY = ("trace", "size_field", "lenient")
+
+
+def apply_overrides(spec: dict[str, Any], overrides: Iterable[str], folder: str | Path | None = None) -> dict[str, Any]:
+    """Apply each ``KEY=VALUE`` of ``overrides`` to ``spec``, in order.
+
+    Setting ``workload.model`` on a spec whose workload is a trace replaces the trace (and its
+    trace-only keys), and setting ``workload.trace`` on a model workload replaces the model: a
+    spec's workload is one or the other, and the override says which is wanted.
+
+    Args:
+        folder: Where relative trace paths of ``overrides`` are taken from (the command line
+            passes the current directory); None: left as given.
+    """
     for text in overrides:
         key, value = parse_override(text)
+        if folder is not None:
+            value = resolve_key_traces(key, value, folder)
+        spec = _switch_workload_kind(spec, canonical_key(key), value)
         spec = set_key(spec, key, value)
     return spec
+
+
+def _switch_workload_kind(spec: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``spec`` without the workload keys of the other kind when ``key`` sets the workload's
+    model or trace (see :func:`apply_overrides`)."""
+    workload = spec.get("workload") if isinstance(spec, Mapping) else None
+    if value is None or not isinstance(workload, Mapping):
+        return spec
+    if key == "workload.model" and workload.get("trace") is not None:
+        dropped = _TRACE_ONLY
+    elif key == "workload.trace" and workload.get("model") is not None:
+        dropped = _MODEL_ONLY
+    else:
+        return spec
+    kept = {k: v for k, v in workload.items() if k not in dropped}
+    if dropped is _MODEL_ONLY and kept.get("load_method") == "model":
+        del kept["load_method"]  # only a model has its own arrival scaling
+    return {**spec, "workload": kept}

@@ -4,7 +4,8 @@
 * ``jobs/``: per-job records keyed by ``cell_id`` (only with ``--jobs``).
 * ``segments/``: every stay of a job on its VMs (tier, start, end, nodes, how it ended), keyed
   by ``cell_id`` (only with ``--jobs``): the data of Gantt charts.
-* ``manifest.json``: the sweep config, the column schema, versions and timestamps.
+* ``manifest.json``: the sweep config (parsed, and the file's text as written, with any
+  ``--set`` overrides), the column schema and the time it last changed.
 
 Only the driver writes. Each completed batch becomes one new file per table, written under a
 temporary name and renamed into place, with its rows sorted by cell index, so a reader never
@@ -127,8 +128,12 @@ class Store:
         spec_types: Mapping[str, pa.DataType],
         metric_names: Sequence[str],
         job_columns: Sequence[str],
+        source: Mapping[str, Any] | None = None,
     ) -> None:
         """Create the folders and fix this sweep's schemas; record the manifest.
+
+        ``source`` adds what the manifest should say of where the config came from:
+        ``config_text`` (the file as the user wrote it) and ``overrides`` (``--set``).
 
         Raises:
             SpecError: A spec column already stored with one type would now need another that
@@ -167,6 +172,7 @@ class Store:
         )
         manifest = {
             "config": json.loads(json.dumps(config, default=_json_default)),
+            **dict(source or {}),
             "schema": {field.name: str(field.type) for field in self.schema},
         }
         try:

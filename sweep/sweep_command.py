@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from .config import load_sweep_config
 from .driver import SUMMARY_METRICS, plan, run_sweep
@@ -23,9 +24,14 @@ def sweep_command(
     retry_failed: bool,
     max_cells: int | None,
     dry_run: bool,
+    overrides: Sequence[str] = (),
 ) -> int:
-    """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed."""
-    config = load_sweep_config(config_path)
+    """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed.
+
+    Args:
+        overrides: ``KEY=VALUE`` overrides of the config's base spec (``--set``).
+    """
+    config = load_sweep_config(config_path, overrides)
     if dry_run:
         cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
         pending = {c.cell_id for c in todo}
@@ -59,6 +65,8 @@ def sweep_command(
         )
     if outcome.computed:
         print(f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s")
+    for note in outcome.extra.get("notes", []):
+        print(f"note: {note}; see the README's Ray section")
     runs = Path(outcome.store) / "runs"
     print(f"results: {runs} (Parquet: pandas.read_parquet('{runs}'))")
     if outcome.failed:

@@ -56,6 +56,8 @@ class TuneOutcome:
     reused: int
     root: Path
     files: dict[str, Path] = field(default_factory=dict)
+    #: Notices of the backend's start-up, for the closing summary (Ray's token notice).
+    notes: list[str] = field(default_factory=list)
 
 
 def storage_url(config: TuneConfig, root: Path, override: str | None = None) -> str:
@@ -213,7 +215,8 @@ def _prepare_store(store: Store, config: TuneConfig) -> None:
             spec = trial_spec(config, values, variant, config.seeds[0])
             specs.append(spec)
             flat.append({k: v for k, v in flatten(spec).items() if k != "seed"})
-    store.prepare(config.raw, spec_column_types(flat), *result_columns(specs))
+    source = {"config_text": config.source_text, "overrides": list(config.overrides)}
+    store.prepare(config.raw, spec_column_types(flat), *result_columns(specs), source=source)
 
 
 def run_tuning(
@@ -327,7 +330,7 @@ def run_tuning(
             baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
         complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
         best = (study.best_trials if len(directions) > 1 else [study.best_trial]) if complete else []
-        outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root)
+        outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root, notes=runner.notes)
         outcome.files["trials"] = write_trials(study, config, root)
         return outcome
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .tune import run_tuning
 from .tune_config import load_tune_config
@@ -48,15 +48,17 @@ def tune_command(
     backend: str,
     address: str | None,
     plots: Callable[[Any, list[str], Path], dict[str, Path]] | None = None,
+    overrides: Sequence[str] = (),
 ) -> int:
     """Run the study of a tuning config and print its table; exit status 0.
 
     Args:
+        overrides: ``KEY=VALUE`` overrides of the config's base spec (``--set``).
         plots: Writes the study's plots, ``(study, objective metrics, folder) -> name -> path``
             (the command line passes :func:`tiersweep.analysis.tune_plots.write_tuning_plots`;
             plotting is analysis's, so this package does not import it); None for none.
     """
-    config = load_tune_config(config_path)
+    config = load_tune_config(config_path, overrides)
     outcome = run_tuning(config, out, backend=backend, address=address, trials=trials, storage=storage)
     study = outcome.study
     states: dict[str, int] = {}
@@ -69,6 +71,8 @@ def tune_command(
         + f"); {outcome.computed} cells computed now, {outcome.reused} reused from the store"
     )
     print(f"trials: {outcome.files['trials']}")
+    for note in outcome.notes:
+        print(f"note: {note}; see the README's Ray section")
     if plots is not None:
         written = plots(study, [m for m, _ in config.objectives], outcome.root / "plots")
         if written:

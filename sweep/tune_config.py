@@ -17,22 +17,26 @@
     parallel: 2                               # trials in flight (default: the backend's workers)
     sampler: {name: tpe, seed: 0}             # tpe | random | grid | cmaes
     study: {name: tune_smcbf, storage: null}  # default: sqlite file next to the results
+
+Relative trace paths in a config file (in ``base``, in ``variants``, in a parameter's
+``choices``) are taken from the file's folder; ``--set`` values from the current directory.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..core.errors import SpecError
-from ..core.spec import set_key, validate_spec
+from ..core.spec import canonical_key, set_key, validate_spec
 
-from .config import MAX_CELLS, check_header, parse_seeds
-from .specfile import load_spec_file
+from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
+from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
 
-__all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "SAMPLERS"]
+__all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "override_base", "SAMPLERS"]
 
 _TOP_KEYS = ("name", "description", "base", "params", "objective", "seeds", "seed", "variants", "trials", "parallel", "sampler", "study")
 #: Samplers by config name.
@@ -82,6 +86,11 @@ class TuneConfig:
     study_name: str
     storage: str | None
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    #: The config file's text as read (None for a config built from a mapping; not compared:
+    #: where the config came from, not what it is).
+    source_text: str | None = field(repr=False, default=None, compare=False)
+    #: The ``--set KEY=VALUE`` overrides applied to ``base`` (``raw`` and ``base`` include them).
+    overrides: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def directions(self) -> list[str]:
@@ -89,9 +98,78 @@ class TuneConfig:
         return [direction for _, direction in self.objectives]
 
 
-def load_tune_config(path: str | Path) -> TuneConfig:
-    """Read and validate a tuning config file (YAML, safe loader)."""
-    return parse_tune_config(load_spec_file(path))
+def load_tune_config(path: str | Path, overrides: Sequence[str] = ()) -> TuneConfig:
+    """Read and validate a tuning config file (YAML, safe loader).
+
+    Relative trace paths in the file are made absolute against the file's folder; then
+    ``overrides`` (``KEY=VALUE``, as ``--set`` gives them) are applied to the base spec (see
+    :func:`override_base`).
+
+    Raises:
+        SpecError: As :func:`parse_tune_config` and :func:`override_base`; or the file is a run
+            spec or a sweep config (the message names the command to use).
+    """
+    raw, text = read_spec_file(path)
+    check_kind(raw, "tune", str(path))
+    raw = _resolve_traces(raw, file_folder(path))
+    if overrides:
+        raw = _override_raw(raw, overrides)
+    config = parse_tune_config(raw)
+    return replace(config, source_text=text, overrides=tuple(overrides))
+
+
+def _resolve_traces(raw: Mapping[str, Any], folder: str) -> dict[str, Any]:
+    """``raw`` with the relative trace paths of its base, variants and parameter choices made
+    absolute against ``folder`` (parts of the wrong shape are left for validation to report)."""
+    out = dict(raw)
+    if "base" in out:
+        out["base"] = resolve_spec_traces(out["base"], folder)
+    if isinstance(out.get("variants"), list):
+        out["variants"] = [
+            {k: resolve_key_traces(k, v, folder) for k, v in variant.items()} if isinstance(variant, Mapping) else variant
+            for variant in out["variants"]
+        ]
+    if isinstance(out.get("params"), Mapping):
+        out["params"] = {
+            key: {**given, "choices": resolve_key_traces(key, given["choices"], folder)}
+            if isinstance(given, Mapping) and isinstance(given.get("choices"), list)
+            else given
+            for key, given in out["params"].items()
+        }
+    return out
+
+
+def _override_raw(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """``raw`` with ``overrides`` applied to its base spec; keys the study tunes or its variants
+    set are refused (see :func:`~tiersweep.sweep.config.check_override_keys`)."""
+    varied: dict[str, str] = {}
+    if isinstance(raw.get("params"), Mapping):
+        varied.update({canonical_key(str(key)): "params" for key in raw["params"]})
+    if isinstance(raw.get("variants"), list):
+        for i, variant in enumerate(raw["variants"]):
+            if isinstance(variant, Mapping):
+                for key in variant:
+                    varied.setdefault(canonical_key(str(key)), f"variants[{i}]")
+    check_override_keys(overrides, varied, "seeds" in raw)
+    base = raw.get("base")
+    if not isinstance(base, Mapping):
+        return dict(raw)  # (parsing reports the missing base)
+    return {**raw, "base": apply_overrides(dict(base), overrides, folder=os.getcwd())}
+
+
+def override_base(config: TuneConfig, overrides: Sequence[str]) -> TuneConfig:
+    """``config`` with ``overrides`` (``KEY=VALUE``, the value read as YAML, as ``run --set``
+    reads it) applied to its base spec, in order; relative trace paths in them are taken from
+    the current directory.
+
+    Raises:
+        SpecError: A malformed override, or a key the study tunes (``params``) or its
+            ``variants`` set (or ``seed`` when the config gives ``seeds``).
+    """
+    if not overrides:
+        return config
+    changed = parse_tune_config(_override_raw(config.raw, overrides))
+    return replace(changed, source_text=config.source_text, overrides=(*config.overrides, *overrides))
 
 
 #: Why the seed is neither a tuning parameter nor part of a variant: each trial runs every seed

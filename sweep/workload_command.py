@@ -11,11 +11,12 @@ from ..core.errors import SpecError
 from ..core.spec import validate_spec
 from ..core.workloads.build import MODEL_DEFAULT_NODES, build_workload, model_records
 from ..core.workloads.describe import describe_jobs
+from ..core.workloads.models import MODEL_NAMES
 from ..core.workloads.rules import jobs_from_records
 from ..core.workloads.swf import header_int, read_swf, write_swf
 from .paths import make_folder
 
-from .specfile import apply_overrides, load_spec_file
+from .specfile import apply_overrides, load_run_spec
 
 __all__ = ["generate_command", "describe_command"]
 
@@ -64,14 +65,26 @@ def generate_command(
 
 
 def describe_command(path: str, overrides: list[str], as_json: bool, plot: str | None) -> int:
-    """Describe an SWF file or the workload of a spec."""
-    if path.endswith((".yaml", ".yml")):
-        spec = validate_spec(apply_overrides(load_spec_file(path), overrides))
+    """Describe an SWF file, the workload of a run spec, or a model's workload (``path`` a
+    model name such as ``feitelson96``, with the model's defaults unless ``overrides`` set
+    spec keys such as ``workload.jobs`` or ``platform.nodes``)."""
+    is_model = path in MODEL_NAMES and not Path(path).exists()
+    if path.endswith((".yaml", ".yml", ".json")) or is_model:
+        raw = {"workload": {"model": path}} if is_model else load_run_spec(path)
+        spec = validate_spec(apply_overrides(raw, overrides))
         built = build_workload(spec["workload"], seed=spec["seed"], nodes=spec["platform"].get("nodes"))
         jobs, nodes = built.jobs, built.nodes
     else:
         if not Path(path).exists():
-            raise SpecError(f"{path}: no such file")
+            raise SpecError(
+                f"{path}: no such file; give an SWF file (plain or gzip), a run spec (.yaml) "
+                f"or a model ({', '.join(MODEL_NAMES)})"
+            )
+        if overrides:
+            raise SpecError(
+                f"--set {overrides[0]}: an SWF file is described as it is; to change its workload, "
+                f"describe a run spec with workload.trace: {path}"
+            )
         log = read_swf(path)
         nodes = header_int(log.header, "MaxProcs", "MaxNodes")
         if nodes is None or nodes < 1:

@@ -140,12 +140,15 @@ def test_load_reads_runs_jobs_and_segments(swept):
 
 def test_every_plot_function_writes_a_png(swept, tmp_path):
     runs = load(swept)
-    assert is_png(metric_grid(runs, "workload.load", PAPER000_METRICS, tmp_path / "grid.png", log_y=["mean_bsld"]))
+    with pytest.warns(UserWarning, match="fewer than 3 seeds"):  # 2 seeds: summary() says so
+        assert is_png(metric_grid(runs, "workload.load", PAPER000_METRICS, tmp_path / "grid.png", log_y=["mean_bsld"]))
     segments = load(swept, "segments")
     cell = runs.loc[runs["policy.name"] == "amcbf", "cell_id"].iloc[0]
     one = segments[segments["cell_id"] == cell]
     assert is_png(gantt(one, tmp_path / "gantt.png"))
+    assert is_png(gantt(one, tmp_path / "gantt_window.png", window=(0.0, 20_000.0)))
     assert is_png(utilisation_over_time(one, 64, tmp_path / "occupancy.png"))
+    assert is_png(utilisation_over_time(one, 64, tmp_path / "occupancy_window.png", window=(None, 20_000.0)))
 
 
 def test_utilisation_against_occupancy_from_a_shared_vm_sweep(tmp_path):
@@ -168,13 +171,23 @@ class _Images(HTMLParser):
     def __init__(self):
         super().__init__()
         self.images: list[str] = []
+        self.alts: list[str] = []
         self.tables = 0
+        self.first_cells: list[str] = []  # the policy column of the summary table
+        self._row_start = False
 
     def handle_starttag(self, tag, attrs):
         if tag == "img":
             self.images.append(dict(attrs)["src"])
+            self.alts.append(dict(attrs).get("alt", ""))
         if tag == "table":
             self.tables += 1
+        self._row_start = tag == "tr" or (self._row_start and tag == "td")
+
+    def handle_data(self, data):
+        if self._row_start and data.strip():
+            self.first_cells.append(data.strip())
+            self._row_start = False
 
 
 def test_report_writes_html_and_every_figure_it_links(swept, tmp_path):
@@ -188,11 +201,23 @@ def test_report_writes_html_and_every_figure_it_links(swept, tmp_path):
         assert is_png(page.parent / src), src
     text = page.read_text()
     assert "small_analysis" in text and "model_version" in text and "Config" in text
+    # Rows in the config's policy order (easy, amcbf), not the alphabet's.
+    assert parser.first_cells[:4] == ["easy", "easy", "amcbf", "amcbf"]
+    # Gantt charts named by policy, load and seed, never by a cell id.
+    runs = load(swept)
+    first = runs.iloc[0]
+    gantts = [a for a in parser.alts if a.startswith("Gantt chart")]
+    assert gantts == [f"Gantt chart: {p}, load {first['workload.load']:g}, seed {first['seed']}, whole run" for p in ("easy", "amcbf")]
+    assert not any(cell in text for cell in runs["cell_id"])
+    # Dedicated nodes turn no job away: accept rate is 1 in every run and gets no panel.
+    assert not any("accept rate" in a for a in parser.alts) and "accept rate = 1" in text
 
 
 def test_report_of_a_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nothing")]) == 2
-    assert "no runs stored" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nothing'}: does not exist" in err
+    assert not (tmp_path / "nothing").exists()  # no report folder left behind
 
 
 # -- files written by older versions ---------------------------------------------------------------

@@ -84,7 +84,7 @@ def test_the_quickstart_config_expands_to_its_documented_size():
     config = load_sweep_config(ROOT / "configs" / "quickstart.yaml")
     cells = expand(config)
     assert config.name == "quickstart"
-    assert len(cells) == 4 * 3 * 2  # four policies x three loads x two seeds
+    assert len(cells) == 4 * 3 * 3  # four policies x three loads x three seeds
 
 
 # -- zip groups ------------------------------------------------------------------------------
