@@ -251,14 +251,26 @@ def test_runs_missing_newer_columns_load_with_gaps(tmp_path):
 
 @pytest.mark.slow
 def test_example_notebook_runs_on_a_sweep(swept, tmp_path, monkeypatch):
+    # Run as Jupyter runs it: the kernel starts in the notebook's folder, two levels below the
+    # project root that holds results/quickstart (reported: it read nothing there and failed
+    # with a KeyError). No TIERSWEEP_RESULTS.
     notebook = Path(__file__).resolve().parents[1] / "analysis" / "notebooks" / "explore.ipynb"
     cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
     assert len(cells) >= 4
-    results = tmp_path / "results"
+    project = tmp_path / "project"
+    results = project / "results" / "quickstart"
     shutil.copytree(swept, results)
-    monkeypatch.setenv("TIERSWEEP_RESULTS", str(results))
+    kernel_folder = project / "analysis" / "notebooks"
+    kernel_folder.mkdir(parents=True)
+    monkeypatch.delenv("TIERSWEEP_RESULTS", raising=False)
+    monkeypatch.chdir(kernel_folder)
     namespace: dict = {}
     for cell in cells:
         exec(compile("".join(cell["source"]), str(notebook), "exec"), namespace)  # noqa: S102
+    assert namespace["results"] == results
     assert is_png(results / "notebook_figures" / "load.png")
     assert len(namespace["table"]) == 4 and len(namespace["ratios"]) == 2
+    # With nothing to read it says where it looked, at the first cell.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="looked in"):
+        exec(compile("".join(cells[0]["source"]), str(notebook), "exec"), {})  # noqa: S102
