@@ -72,3 +72,19 @@ def runs_frame(root: Path) -> pd.DataFrame:
     dropped, index reset."""
     frame = read_table(root / "runs").to_pandas()
     return frame.drop(columns=VOLATILE).sort_values("cell_index").reset_index(drop=True)
+
+
+def tiny_tune_raw(name: str = "tiny", *, jobs: int = 60, **changes: Any) -> dict[str, Any]:
+    """A tuning config of AMCBF on ``jobs`` jann97 jobs, one seed, one trial, one parameter
+    (``policy.bg_threshold``), with top-level keys replaced by ``changes``."""
+    raw: dict[str, Any] = {
+        "name": name,
+        "base": {"workload": {"model": "jann97", "jobs": jobs}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
+        "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
+        "objective": {"mean_bsld": "minimize"},
+        "seeds": 1,
+        "trials": 1,
+        "sampler": {"name": "random", "seed": 0},
+    }
+    raw.update(changes)
+    return raw

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import trace_path
-from sweep_helpers import BASE, read_table, small_raw, write_yaml
+from sweep_helpers import BASE, read_table, small_raw, tiny_tune_raw, write_yaml
 from tiersweep.cli import main
 from tiersweep.core.simulate import simulate
 from tiersweep.sweep.config import expand, load_sweep_config
@@ -28,19 +28,6 @@ from tiersweep.sweep.run_command import summary_table
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tiny_tune_raw(name: str = "tiny", **changes):
-    """A tuning config of AMCBF on 60 jann97 jobs, one seed, one parameter."""
-    raw = {
-        "name": name,
-        "base": {"workload": {"model": "jann97", "jobs": 60}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
-        "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
-        "objective": {"mean_bsld": "minimize"},
-        "seeds": 1,
-        "trials": 1,
-        "sampler": {"name": "random", "seed": 0},
-    }
-    raw.update(changes)
-    return raw
 
 
 # -- workload describe MODEL ----------------------------------------------------------------------

@@ -31,6 +31,8 @@ from tiersweep.core.errors import TiersweepError
 from tiersweep.sweep.config import parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 
+from sweep_helpers import tiny_tune_raw
+
 # -- hand-made results folders ---------------------------------------------------------------------
 
 #: Policies in a deliberately non-alphabetical config order, loads descending.
@@ -397,15 +399,7 @@ def test_report_refuses_a_bad_window_or_choice(with_segments, tmp_path, capsys, 
 
 # -- tuning studies --------------------------------------------------------------------------------
 
-TUNE = {
-    "name": "tinytune",
-    "base": {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
-    "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
-    "objective": {"mean_bsld": "minimize"},
-    "seeds": 2,
-    "trials": 5,
-    "sampler": {"name": "tpe", "seed": 0},
-}
+TUNE = tiny_tune_raw("tinytune", jobs=300, seeds=2, trials=5, sampler={"name": "tpe", "seed": 0})
 
 
 @pytest.fixture(scope="module")
