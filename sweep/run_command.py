@@ -79,7 +79,11 @@ def summary_table(result: RunResult) -> str:
     spec = result.spec
     workload, platform, policy = spec["workload"], spec["platform"], spec["policy"]
     declared = POLICIES[policy["name"]].params if policy["name"] in POLICIES else policy
-    params = ", ".join(f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared)
+    # The policy's own parameters that differ from their defaults (`run --help` lists those):
+    # every backfilling run would otherwise spell out EASY++'s keys at their defaults.
+    params = ", ".join(
+        f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared and v != getattr(declared[k], "default", None)
+    )
     cost = platform.get("migration_cost") if _uses_migration_cost(policy["name"], result.metrics) else None
     if "nodes" in platform:
         where = f"{platform['kind']}, {platform['nodes']} nodes" + (
@@ -101,11 +105,16 @@ def summary_table(result: RunResult) -> str:
     rows += [(k, f"share of VM time in tier {k[4:-6]}", "") for k in result.metrics if k.endswith("_share")]
     if result.metrics.get("accept_rate", 1.0) != 1.0:
         rows.insert(1, ("accept_rate", "accept rate", ""))
+    if result.metrics.get("kills_per_job", 0.0):  # (only keasy kills; zero elsewhere)
+        rows += [("kills_per_job", "kills per job", ""), ("lost_work", "lost work (killed runs)", "CPU-s")]
     rows += [(k, k.replace("_", " "), "") for k in PLATFORMS[platform["kind"]].EXTRA_METRICS if k in result.metrics]
     width = max(len(label) for _, label, _ in rows)
     for key, label, unit in rows:
         lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key], unit):>16}")
-    fired = {k: v for k, v in result.report.items() if v and k not in ("records", "dropped")}
+    # Jobs without a user id matter only to predictions from users' histories (every job of a
+    # synthetic model has none): said when the policy predicts that way.
+    quiet = {"records", "dropped"} | ({"no_user_id"} if policy.get("prediction") != "last2" else set())
+    fired = {k: v for k, v in result.report.items() if v and k not in quiet}
     if fired:
         lines.append("")
         lines.append("workload rules: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in fired.items()))

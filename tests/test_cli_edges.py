@@ -189,7 +189,10 @@ def test_the_policy_line_shows_only_the_policys_parameters():
     assert amcbf[1] == "platform  nodes, 64 nodes, 2 tiers, migration cost 30 s"
     assert amcbf[2].startswith("policy    amcbf (bg_threshold=0.9), estimate")
     shared = summary_table(
-        simulate({**base, "platform": {"kind": "shared_vms", "machines": 16, "vms": 4}, "policy": {"name": "vm_backfill"}})
+        simulate({**base, "platform": {"kind": "shared_vms", "machines": 16, "vms": 4}, "policy": {"name": "vm_backfill", "selector": "ec"}})
     ).splitlines()
     assert "migration_cost" not in shared[1] and shared[1].startswith("platform  shared_vms, machines=16, vms=4")
-    assert shared[2].startswith("policy    vm_backfill (selector=")
+    assert shared[2].startswith("policy    vm_backfill (selector=ec), estimate")
+    # Parameters at their defaults are not spelled out (EASY++'s keys on every backfilling run).
+    default = summary_table(simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "prediction": "user"}}))
+    assert default.splitlines()[2].startswith("policy    easy, estimate")

@@ -60,8 +60,11 @@ _OTHER_EMBEDDERS = [name for name in EMBEDDERS if name != "adaba"]
 def policy_variants(name: str, kind: str, label: str, position: int) -> list[dict[str, Any]]:
     """Policy parameters to run ``name`` with on one configuration: the defaults, plus, for
     the embedding policies, one other embedder each (in turn, so every embedder runs), and for
-    ``vm_backfill`` on shared VMs, half of the selectors on each share preset."""
+    ``vm_backfill`` on shared VMs, half of the selectors on each share preset, and for the
+    policies that take runtime predictions, EASY++ (``last2`` predictions, shortest first)."""
     variants: list[dict[str, Any]] = [{}]
+    if "prediction" in POLICIES[name].params:
+        variants.append({"prediction": "last2", "order": "spf"})
     if EMBEDDING in POLICIES[name].requires and "embedder" in POLICIES[name].params:
         variants.append({"embedder": _OTHER_EMBEDDERS[position % len(_OTHER_EMBEDDERS)]})
     if name == "vm_backfill" and kind == "shared_vms":

@@ -367,6 +367,7 @@ def test_rules_on_a_raw_text_file_end_to_end(tmp_path):
         "overrun_extended": 0,
         "missing_requested_time": 1,
         "estimate_from_runtime": 1,
+        "no_user_id": 0,  # (field 12 is 1 on every line)
         "dropped": 2,
     }
 

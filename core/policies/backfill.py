@@ -21,6 +21,24 @@ extra-processors form, which is O(1) per candidate; a test checks the two forms 
 Estimated ends come from the jobs' ``estimate`` (set by the workload's ``estimate`` rule); a
 running job past its estimated end (possible with ``overrun: extend`` or ``factor:<f>`` below
 1) is expected to end at the next representable instant after now.
+
+EASY++ (Tsafrir, Etsion and Feitelson 2007; paper 003, section 2) is two parameters of the
+family, taken by ``easy``, ``conservative`` and ``selective`` (not by ``fcfs``, which never
+looks at an estimate):
+
+* ``prediction: last2`` plans with system-generated predictions instead of the estimates (the
+  mean of the user's last two completed runtimes, capped by the request; see
+  :mod:`tiersweep.core.policies.prediction`): reservations, shadow times, backfill checks and
+  the XFactor of ``selective`` all use them. Kill time is still the request (the workload's
+  overrun rule). A running job that outlives its prediction has it corrected
+  (``correction: increment | request``) at the first pass at or after its predicted end, and
+  the reservations computed from it move accordingly. ``prediction: user`` (the default) plans
+  with the estimates: the schedules of the family as it was.
+* ``order: spf`` tries the jobs behind the head shortest predicted first (ties in queue
+  order); the head, the first queued job that does not fit, keeps its place and, under EASY,
+  its reservation. EASY with both is the paper's EASY++ (its SJBF order). Under ``conservative``
+  every queued job still gets a reservation, in that order (the head first); under
+  ``selective`` the starved jobs do. ``order: fcfs`` (the default) is queue order.
 """
 
 from __future__ import annotations
@@ -32,6 +50,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ..capabilities import PLACEMENT
 from ..decisions import Decision, Start
 from .base import BasePolicy
+from .prediction import CORRECTIONS, ORDERS, PREDICTION_PARAMS, PREDICTIONS, LastTwo
 from .starvation import XFACTOR_THRESHOLD, StarvationThreshold, xfactor
 
 if TYPE_CHECKING:
@@ -139,24 +158,54 @@ class Backfill(BasePolicy):
     * :meth:`speed`: the rate a job is guaranteed on given units, so that its estimated
       duration there is ``estimate / speed`` (default 1: dedicated units); :meth:`best_speed`
       bounds it over the idle units, to skip candidates that cannot end in time anywhere.
-    * :meth:`candidates`: the backfill candidates in the order they are tried (default: queue
-      order).
+    * :meth:`candidates`: the backfill candidates in the order they are tried (default: as
+      ``order`` says).
+
+    Args:
+        prediction: ``user`` plans with the jobs' estimates; ``last2`` with the predictions of
+            :class:`~tiersweep.core.policies.prediction.LastTwo` (see the module docstring).
+        order: ``fcfs`` tries the jobs behind the head in queue order; ``spf`` shortest
+            predicted first.
+        correction: How a ``last2`` prediction a running job outlives grows (``increment`` or
+            ``request``); unused with ``user``.
     """
 
     #: Jobs are started with ``Start(job)``: the platform picks the units.
     requires = frozenset({PLACEMENT})
+    #: The spec keys of the members that plan with estimates (FCFS declares none).
+    params = PREDICTION_PARAMS
     #: False for FCFS: the scan stops at the first job that does not fit.
     backfills: bool = True
     #: True when :meth:`place` chooses units (then the pass places a candidate before judging
     #: it, since its estimated duration depends on where it runs).
     places: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> None:
+        for key, value, choices in (("prediction", prediction, PREDICTIONS), ("order", order, ORDERS), ("correction", correction, CORRECTIONS)):
+            if value not in choices:
+                raise ValueError(f"{key}: unknown value {value!r}; valid choices: {', '.join(choices)}")
+        self.prediction = prediction
+        self.order = order
+        self.correction = correction
         self._ends: list[tuple[float, int, Job]] = []
         self._end_key: dict[int, tuple[float, int, Job]] = {}
-        #: Bumped whenever the running jobs change (a start, finish or suspension): what a
-        #: subclass derives from them stays valid while this stays the same (see Easy).
+        #: Bumped whenever the running jobs or their estimated ends change (a start, finish,
+        #: suspension or corrected prediction): what a subclass derives from them stays valid
+        #: while this stays the same (see Easy).
         self._epoch = 0
+        #: The predictor (``prediction: last2``), else None: the jobs' estimates are used as
+        #: they are, on exactly the code paths of the family without predictions.
+        self._predictor: LastTwo | None = LastTwo(correction) if prediction == "last2" else None
+        #: ``order: spf``: the queued jobs as ``(prediction, index, job)``, sorted (their
+        #: predictions do not change while they wait), else None.
+        self._spf: list[tuple[float, int, Job]] | None = [] if order == "spf" else None
+        #: The defaults (estimates, queue order): the hot paths then run without a look at
+        #: predictions or order, as the family did before it had them (EASY's benchmark).
+        self._plain = self._predictor is None and self._spf is None
+        if self._plain and type(self).on_submit is Backfill.on_submit:
+            # Nothing to note on arrival: the engine skips a hook that is BasePolicy's own,
+            # which saves a call per job on the default path.
+            self.on_submit = BasePolicy.on_submit.__get__(self, type(self))  # type: ignore[method-assign]
 
     # -- hooks ----------------------------------------------------------------------------
     def place(self, job: Job) -> Start:
@@ -172,13 +221,72 @@ class Backfill(BasePolicy):
         return 1.0
 
     def candidates(self, waiting: list[Job]) -> list[Job]:
-        """The backfill candidates (``waiting``: queued jobs after the head, in queue order)
-        in the order they are tried."""
+        """The backfill candidates (``waiting``: queued jobs, already in the order ``order``
+        says) in the order they are tried (default: that order)."""
         return waiting
 
-    # -- index of running jobs by estimated end -------------------------------------------
+    # -- predictions ----------------------------------------------------------------------
+    def planned(self, job: Job) -> float:
+        """The runtime the policy plans ``job`` with: its estimate, or its prediction now."""
+        predictor = self._predictor
+        return job.estimate if predictor is None else predictor.predicted[job.index]
+
+    def _correct(self, now: float) -> None:
+        """Give every running job that has reached its predicted end a longer prediction (as
+        long as its request allows), and move its end in the index."""
+        ends = self._ends
+        if not ends or ends[0][0] > now:
+            return
+        grow = self._predictor.grow
+        changed = False
+        # (now, inf) sorts after every (end, index, job) with end <= now.
+        for key in ends[: bisect.bisect_right(ends, (now, math.inf))]:
+            end, index, job = key
+            old = self._predictor.predicted[index]
+            moved = end
+            while moved <= now:
+                new = grow(job)
+                if new is None:
+                    break  # at its request: expected to end at the next instant, as without predictions
+                delta = new - old
+                moved += delta / self.speed(job.nodes) if self.places else delta
+                old = new
+            if moved != end:
+                del ends[bisect.bisect_left(ends, key)]
+                moved_key = self._end_key[index] = (moved, index, job)
+                bisect.insort(ends, moved_key)
+                changed = True
+        if changed:
+            self._epoch += 1
+
+    def _spf_key(self, job: Job) -> tuple[float, int]:
+        return (self.planned(job), job.index)
+
+    def _in_order(self, behind: list[Job], head: Job | None) -> list[Job]:
+        """``behind`` (queued jobs behind ``head``, in queue order) in the order ``order`` says."""
+        spf = self._spf
+        if spf is None:
+            return behind
+        if head is not None and len(behind) == len(spf) - 1:
+            # Every queued job but the head (a full pass): read the index rather than sort.
+            return [job for _, _, job in spf if job is not head]
+        return sorted(behind, key=self._spf_key)
+
+    # -- index of running jobs by estimated end; predictions and the SPF index ----------------
+    def on_submit(self, job: Job) -> None:
+        predictor = self._predictor
+        planned = job.estimate if predictor is None else predictor.submitted(job)
+        if self._spf is not None:
+            bisect.insort(self._spf, (planned, job.index, job))
+
     def on_start(self, job: Job) -> None:
-        remaining = job.estimate - job.progress
+        if self._plain:
+            remaining = job.estimate - job.progress
+        else:
+            remaining = self.planned(job) - job.progress
+            spf = self._spf
+            if spf is not None:
+                del spf[bisect.bisect_left(spf, (self.planned(job), job.index))]
         if remaining < 0.0:  # past its estimate (a restarted job): expected to end any moment
             remaining = 0.0
         if self.places:  # dedicated units run at speed 1: no call on every start
@@ -192,8 +300,15 @@ class Backfill(BasePolicy):
         key = self._end_key.pop(job.index)
         del self._ends[bisect.bisect_left(self._ends, key)]
         self._epoch += 1
+        if self._predictor is not None:
+            self._predictor.finished(job)
 
-    on_suspend = on_finish
+    def on_suspend(self, job: Job) -> None:
+        key = self._end_key.pop(job.index)
+        del self._ends[bisect.bisect_left(self._ends, key)]
+        self._epoch += 1
+        if self._spf is not None:  # back in the queue, with the prediction it has now
+            bisect.insort(self._spf, (self.planned(job), job.index, job))
 
     # -- reservations ---------------------------------------------------------------------
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
@@ -225,36 +340,53 @@ class Backfill(BasePolicy):
 
     def _backfill(self, now: float, free: int, waiting: list[Job], first: int) -> Iterator[Decision]:
         """Scan ``waiting[first:]`` with an availability profile (any reservation rule)."""
+        if self._predictor is not None:
+            self._correct(now)  # only the planned ends need them: here, lazily
         profile = Profile(now, free, [(end, job.size) for end, _, job in self._ends])
         reserved = 0
         place = self.place
-        for job in self.candidates(waiting[first:]):
+        if self._spf is None:
+            scan = waiting[first:]
+        else:  # the head keeps its place; the jobs behind it shortest predicted first
+            head = waiting[first]
+            scan = [head, *self._in_order(waiting[first + 1 :], head)]
+        predictor = self._predictor
+        predicted = None if predictor is None else predictor.predicted
+        for job in self.candidates(scan):
             if profile.free[0] == 0:
                 return  # nothing else can start now; later reservations constrain nobody
+            estimate = job.estimate if predicted is None else predicted[job.index]
             if self.reserves(job, now, reserved):
                 reserved += 1
                 # Where it will run is not known yet: reserve for its duration at full speed
                 # (placing policies with reservations for all would need a per-unit profile).
-                start = profile.earliest(job.size, job.estimate)
-                profile.reserve(start, job.estimate, job.size)
+                start = profile.earliest(job.size, estimate)
+                profile.reserve(start, estimate, job.size)
                 if start == now:
                     yield place(job)
             else:
                 if self.places:
                     decision = place(job)
-                    duration = job.estimate / self.speed(decision.nodes)
+                    duration = estimate / self.speed(decision.nodes)
                 else:
-                    decision, duration = None, job.estimate  # built only if it starts
+                    decision, duration = None, estimate  # built only if it starts
                 if profile.fits_now(job.size, duration):
                     profile.reserve(now, duration, job.size)
                     yield decision if decision is not None else Start(job)
 
 
 class Fcfs(Backfill):
-    """First come, first served: jobs start strictly in queue order."""
+    """First come, first served: jobs start strictly in queue order.
+
+    It takes no parameters: it never backfills, so it never reads an estimate or a prediction.
+    """
 
     name = "fcfs"
+    params = {}
     backfills = False
+
+    def __init__(self) -> None:
+        super().__init__()
 
 
 class Easy(Backfill):
@@ -266,13 +398,19 @@ class Easy(Backfill):
     rejected with the same free processors and extra, and ``now + estimate <= shadow`` only
     gets harder as time passes. This keeps arrival-only passes from rescanning the queue.
     (A placing variant's choices and speeds depend only on the platform's state, which only
-    starts and ends change, so the memo holds for it too.)
+    starts and ends change, so the memo holds for it too. A queued job's prediction does not
+    change while it waits, and a corrected prediction of a running job counts as a change of
+    the running jobs.) With ``order: spf`` the arrivals are scanned shortest predicted first:
+    the jobs scanned before are rejected again in any order, so this is the full pass's order.
+
+    With ``prediction: last2`` and ``order: spf`` this is EASY++ (Tsafrir, Etsion and Feitelson
+    2007; paper 003, section 2).
     """
 
     name = "easy"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> None:
+        super().__init__(prediction, order, correction)
         # (shadow, extra, last queue index scanned, epoch of the running jobs), or None.
         self._memo: tuple[float, int, int, int] | None = None
 
@@ -289,6 +427,8 @@ class Easy(Backfill):
         if free == 0:
             return
         now = sim.now
+        if self._predictor is not None:
+            self._correct(now)  # before the memo is read: a correction moves the shadow
         memo = self._memo
         if memo is not None and memo[3] == self._epoch and now < memo[0]:
             # Nothing started or ended since the last full pass, whose shadow is still ahead:
@@ -301,7 +441,11 @@ class Easy(Backfill):
                 arrived.append(queue[index])
             if arrived:
                 arrived.reverse()
-                extra = yield from self._scan(now, free, shadow, extra, self.candidates(arrived))
+                if self._plain:
+                    extra = yield from self._scan(now, free, shadow, extra, self.candidates(arrived))
+                else:
+                    arrived = self.candidates(self._in_order(arrived, None))
+                    extra = yield from self._scan_planned(now, free, shadow, extra, arrived)
                 self._memo = (shadow, extra, next(reversed(queue)), self._epoch)
             return
         # A full pass: start the queue heads while they fit (as Backfill._full_pass) ...
@@ -337,7 +481,11 @@ class Easy(Backfill):
                 break
             available += job.size
         extra = available - head_size
-        extra = yield from self._scan(now, free, shadow, extra, self.candidates(waiting[first + 1 :]))
+        if self._plain:
+            extra = yield from self._scan(now, free, shadow, extra, self.candidates(waiting[first + 1 :]))
+        else:
+            behind = self.candidates(self._in_order(waiting[first + 1 :], waiting[first]))
+            extra = yield from self._scan_planned(now, free, shadow, extra, behind)
         # A shadow clamped to "now" moves with the clock: no memo then.
         self._memo = None if clamped else (shadow, extra, waiting[-1].index, self._epoch)
 
@@ -372,6 +520,43 @@ class Easy(Backfill):
                 best = self.best_speed()
         return extra
 
+    def _scan_planned(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+        """:meth:`_scan` on the planned durations (predictions, or the estimates in SPF order).
+
+        The same loop, kept apart so that the default path reads ``job.estimate`` directly:
+        it runs for every candidate of every pass (over a million on CTC-SP2).
+        """
+        places = self.places
+        best = self.best_speed() if places else 1.0
+        predictor = self._predictor
+        predicted = None if predictor is None else predictor.predicted
+        for job in candidates:
+            size = job.size
+            if size > free:
+                continue
+            estimate = job.estimate if predicted is None else predicted[job.index]
+            if places:
+                if size > extra and now + estimate / best > shadow:
+                    continue  # cannot end by the shadow on any idle units
+                decision = self.place(job)
+                end = now + estimate / self.speed(decision.nodes)
+            else:
+                decision = None
+                end = now + estimate
+            if end <= shadow:
+                free -= size
+            elif size <= extra:
+                free -= size
+                extra -= size
+            else:
+                continue
+            yield decision if decision is not None else Start(job)
+            if free == 0:
+                break
+            if places:
+                best = self.best_speed()
+        return extra
+
 
 class Conservative(Backfill):
     """Conservative backfilling: every queued job holds a reservation; none is ever delayed."""
@@ -387,16 +572,26 @@ class Conservative(Backfill):
 class Selective(Backfill):
     """Selective backfilling: a job holds a reservation once its XFactor reaches a threshold.
 
+    With ``prediction: last2`` the XFactor is ``(wait + prediction) / prediction``: the
+    prediction is the runtime the scheduler expects, as the estimate is otherwise.
+
     Args:
         xfactor_threshold: A fixed starvation threshold, or ``"adaptive"`` for
             ``max(10, mean bounded slowdown of the jobs completed so far)`` (paper 002, eq. 3).
+        prediction, order, correction: As for :class:`Backfill`.
     """
 
     name = "selective"
-    params = {"xfactor_threshold": XFACTOR_THRESHOLD}
+    params = {"xfactor_threshold": XFACTOR_THRESHOLD, **PREDICTION_PARAMS}
 
-    def __init__(self, xfactor_threshold: float | str = "adaptive") -> None:
-        super().__init__()
+    def __init__(
+        self,
+        xfactor_threshold: float | str = "adaptive",
+        prediction: str = "user",
+        order: str = "fcfs",
+        correction: str = "increment",
+    ) -> None:
+        super().__init__(prediction, order, correction)
         self.starvation = StarvationThreshold(xfactor_threshold)
 
     @property
@@ -409,4 +604,9 @@ class Selective(Backfill):
         self.starvation.completed(job)
 
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
-        return self.starvation.starved(job, now)
+        predictor = self._predictor
+        if predictor is None:
+            return self.starvation.starved(job, now)
+        # starvation.xfactor's formula, the estimate floored at 1 s, on the prediction
+        planned = max(predictor.predicted[job.index], 1.0)
+        return (now - job.submit_time + planned) / planned >= self.starvation.value

@@ -41,6 +41,9 @@ class WorkloadReport:
         missing_requested_time: Jobs with no requested time (-1 or 0 in the trace).
         estimate_from_runtime: Jobs whose estimate is their runtime because the ``requested``
             estimate was missing.
+        no_user_id: Jobs with no user id (SWF field 12 is -1, negative or not a whole number;
+            every job of a synthetic model). Runtime predictions from a user's history
+            (``policy.prediction: last2``) fall back to the request for them.
     """
 
     records: int = 0
@@ -54,6 +57,7 @@ class WorkloadReport:
     overrun_extended: int = 0
     missing_requested_time: int = 0
     estimate_from_runtime: int = 0
+    no_user_id: int = 0
 
     @property
     def dropped(self) -> int:
@@ -98,7 +102,7 @@ def jobs_from_records(
     survivors in file order; stably sort by submit time; apply the ``overrun`` rule (``kill``:
     runtime = min(runtime, requested time); ``extend``: full runtime); set estimates
     (``requested``, falling back to the runtime when the trace has no request; ``exact``; or
-    ``factor:<f>`` x runtime).
+    ``factor:<f>`` x runtime); read the user ids (field 12; -1 where there is none).
 
     Returns:
         The jobs, indexed in queue order, and the report of what each rule did.
@@ -160,6 +164,9 @@ def jobs_from_records(
     else:
         estimates = runtime * factor
 
+    users, no_user = _user_ids(table[:, _COL["user_id"]])
+    report.no_user_id += no_user
+
     ids = table[:, _COL["job_number"]].astype(np.int64).tolist()
     with collector_paused():  # one Job per row, none of them garbage: see collector_paused
         built = Job.from_columns(
@@ -169,5 +176,28 @@ def jobs_from_records(
             runtime.tolist(),
             requested.tolist(),
             estimates.tolist(),
+            users,
         )
     return built, report
+
+
+def _user_ids(column: np.ndarray) -> tuple[list[int], int]:
+    """The user ids of an SWF column as Python ints (-1 where a job has none: -1, negative, not
+    a whole number or too large to be exact), and how many jobs have none.
+
+    A log has a few hundred users over up to hundreds of thousands of jobs: the ints are shared,
+    one object per user, rather than one per job as ``tolist`` would make them (8 MB on a log
+    of 300,000 jobs).
+    """
+    column = np.ascontiguousarray(column)
+    valid = (column >= 0) & (column < 2.0**53) & (column == np.floor(column))
+    none = len(column) - int(np.count_nonzero(valid))
+    if none == len(column):  # no user ids at all (every synthetic model)
+        return [-1] * len(column), none
+    codes = np.where(valid, column, -1.0).astype(np.int64)
+    top = int(codes.max())
+    if top <= 4 * len(codes) + 1024:  # ids numbered from 1, as the archive's logs are
+        shared = np.array(range(-1, top + 1), dtype=object)
+        return shared[codes + 1].tolist(), none
+    distinct, inverse = np.unique(codes, return_inverse=True)
+    return np.array(distinct.tolist(), dtype=object)[inverse].tolist(), none
