@@ -50,6 +50,9 @@ LABELS = {
     "p90_xf": "90th-percentile expansion factor",
     "makespan": "makespan (s)",
 }
+#: How a Gantt chart marks a stay that ended other than by finishing or moving.
+_END_MARKERS = {"suspend": "x", "kill": "v"}
+_END_LABELS = {"suspend": "suspended", "kill": "killed (progress lost)"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 _STYLES = ("-", "--", "-.", ":")
 
@@ -241,6 +244,7 @@ def gantt(
     bars = frame[["tier", "start_time", "end_time", "nodes", "end"]].explode("nodes").dropna(subset=["nodes"])
     detailed = len(bars) <= _DETAILED_BARS
     nodes_used = 0
+    ends_seen: set[str] = set()
     for tier, group in bars.groupby("tier"):
         color, hatch = shades.get(int(tier), ("0.9", ".."))
         start = group["start_time"].to_numpy(float).clip(low, high)
@@ -258,9 +262,12 @@ def gantt(
             )
         )
         nodes_used = max(nodes_used, int(group["nodes"].max()) + 1)
-        suspended = (group["end"] == "suspend").to_numpy() & (group["end_time"].to_numpy(float) <= high)
-        if suspended.any():
-            ax.scatter(group["end_time"].to_numpy(float)[suspended], bottom[suspended] + band / 2, marker="x", color="black", s=12, zorder=3, linewidths=0.8)
+        shown = group["end_time"].to_numpy(float) <= high
+        for end, marker in _END_MARKERS.items():
+            marked = (group["end"] == end).to_numpy() & shown
+            if marked.any():
+                ax.scatter(group["end_time"].to_numpy(float)[marked], bottom[marked] + band / 2, marker=marker, color="black", s=12, zorder=3, linewidths=0.8)
+        ends_seen.update(e for e in _END_MARKERS if (group["end"] == e).any())
     ax.set_xlim(low, high)
     ax.set_ylim(0, max(1, nodes_used))
     _seconds_axis(ax)
@@ -270,7 +277,11 @@ def gantt(
         handles=[
             Patch(facecolor="0.25", label="foreground"),
             Patch(facecolor="0.65", hatch="//" if detailed else None, label="background"),
-            plt.Line2D([], [], marker="x", color="black", linestyle="", label="suspended"),
+            *(
+                plt.Line2D([], [], marker=marker, color="black", linestyle="", label=_END_LABELS[end])
+                for end, marker in _END_MARKERS.items()
+                if end == "suspend" or end in ends_seen
+            ),
         ],
         # Above the chart, right of the title: inside, it would hide bars of the top nodes.
         loc="lower right",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     from .jobs import Job
 
-__all__ = ["Start", "Suspend", "Move", "Reject", "Decision"]
+__all__ = ["Start", "Suspend", "Kill", "Move", "Reject", "Decision"]
 
 
 # Decisions are values: a policy builds a new one rather than changing one. Start, made for
@@ -37,6 +37,21 @@ class Start:
 @dataclass(frozen=True, slots=True)
 class Suspend:
     """Suspend a running job: it releases its resources and goes back to the queue."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """Kill a running job: it releases its resources, loses its progress and goes back to the
+    queue at its original place, as if newly queued, to start again from zero (KEASY).
+
+    Unlike :class:`Suspend`, nothing is saved, so nothing is restored: a restart costs no
+    migration and is not counted as one. The engine counts the kill and the CPU-seconds the
+    killed run had consumed (its progress times its processes' CPU usage). The policy hears of
+    it through ``on_suspend`` (for its indexes a kill is a suspension: the job left its VMs
+    and is queued again), with the job's progress already back at zero.
+    """
 
     job: Job
 
@@ -68,4 +83,4 @@ class Reject:
     job: Job
 
 
-Decision = Start | Suspend | Move | Reject
+Decision = Start | Suspend | Kill | Move | Reject

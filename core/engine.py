@@ -15,6 +15,10 @@ Policies propose and the engine checks (before applying anything): a decision on
 wrong state, or one the platform refuses, raises ``PolicyError``. Platforms are trusted no more:
 what a platform reports on the hot path is checked cheaply (a rate within [0, 1]; as many units
 held as the job has processes) and a violation raises ``PlatformError`` naming the platform.
+
+A suspended job keeps its progress and pays the migration cost when it starts again; a killed
+one (``Kill``) loses its progress and starts again from zero, at no cost: the engine counts the
+kills and the CPU-seconds they discarded (:attr:`Engine.kills`, :attr:`Engine.lost_work`).
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import Counter
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .capabilities import pair_problem
 from .collector import collector_paused
-from .decisions import Move, Reject, Start, Suspend
+from .decisions import Kill, Move, Reject, Start, Suspend
 from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .platforms.base import BasePlatform
@@ -62,6 +67,12 @@ class Engine:
         queue: Queued jobs by index, in queue order (index order).
         running: Running jobs by index.
         passes: Number of policy passes made.
+        kills: Number of kills (``Kill`` decisions applied).
+        lost_work: CPU-seconds discarded by kills: for each kill, the killed run's progress
+            times its job's ``cpu_sum`` (what the run had consumed, counted as utilisation
+            counts it).
+        kills_by_job: Kills per job index (only jobs killed at least once).
+        lost_progress: Seconds of work (progress) discarded per job index (only killed jobs).
     """
 
     def __init__(
@@ -91,7 +102,8 @@ class Engine:
         self.migration_cost = float(migration_cost)
         self.observer = observer
         #: With ``record_segments``: ``(job_id, tier, start, end, nodes, how it ended)`` for
-        #: every stay of a job on its VMs, ``how`` being ``finish``, ``suspend`` or ``move``.
+        #: every stay of a job on its VMs, ``how`` being ``finish``, ``suspend``, ``kill`` or
+        #: ``move``.
         self.segments: list[tuple[int, int, float, float, tuple[int, ...], str]] | None = [] if record_segments else None
         self.now = -math.inf
         self.queue: dict[int, Job] = {}
@@ -101,6 +113,10 @@ class Engine:
         self.rejected = 0
         #: CPU-seconds used beyond the platform's capacity (integral of its overflow rate).
         self.overflow_seconds = 0.0
+        self.kills = 0
+        self.lost_work = 0.0
+        self.kills_by_job: Counter[int] = Counter()
+        self.lost_progress: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, Job, int]] = []
         self._sequence = itertools.count()
         self._needs_restore: set[int] = set()
@@ -196,7 +212,7 @@ class Engine:
             )
 
     # -- decisions -----------------------------------------------------------------------
-    def _apply(self, decision: Start | Suspend) -> None:
+    def _apply(self, decision: Start | Suspend | Kill | Move | Reject) -> None:
         if type(decision) is Start:
             self._apply_start(decision)
         elif type(decision) is Suspend:
@@ -232,6 +248,14 @@ class Engine:
                     f"{job.job_id}: {reason}"
                 )
             self._move(job, decision.tier, decision.nodes)
+        elif type(decision) is Kill:
+            job = decision.job
+            if job.state != RUNNING:
+                raise PolicyError(
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot kill job "
+                    f"{job.job_id}: it is not running (state {job.state})"
+                )
+            self._kill(job)
         else:
             raise PolicyError(f"policy {self.policy.name!r} yielded {decision!r}, not a decision")
 
@@ -293,13 +317,34 @@ class Engine:
     def _suspend(self, job: Job) -> None:
         self._bring_up_to_date(job)
         self._close_segment(job, "suspend")
+        self._requeue(job)
+        self._needs_restore.add(job.index)
+        self.policy.on_suspend(job)
+        job.nodes = []  # after the hook, which may want to know what was freed
+
+    def _kill(self, job: Job) -> None:
+        """Discard ``job``'s run: it frees its units and is queued again with no progress. A
+        restart is a fresh start (nothing to restore), so it is not a migration."""
+        self._bring_up_to_date(job)
+        self._close_segment(job, "kill")
+        self._requeue(job)
+        index, lost = job.index, job.progress
+        self.kills += 1
+        self.kills_by_job[index] += 1
+        self.lost_progress[index] = self.lost_progress.get(index, 0.0) + lost
+        self.lost_work += lost * job.cpu_sum
+        job.progress = 0.0
+        self.policy.on_suspend(job)  # for the policy's indexes, a kill is a suspension
+        job.nodes = []
+
+    def _requeue(self, job: Job) -> None:
+        """Release ``job``'s units and put it back in the queue at its place by arrival."""
         self.platform.release(job)
         del self.running[job.index]
         self._restoring.pop(job.index, None)
         job.state = QUEUED
         job.rate = 0.0
-        job.version += 1
-        self._needs_restore.add(job.index)
+        job.version += 1  # cancels the pending finish or restore event
         queue = self.queue
         if queue and job.index < next(reversed(queue)):
             # Back to its place by arrival order; rare, so an O(Q log Q) rebuild is fine.
@@ -308,8 +353,6 @@ class Engine:
             queue.update(items)
         else:
             queue[job.index] = job
-        self.policy.on_suspend(job)
-        job.nodes = []  # after the hook, which may want to know what was freed
 
     def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         old_tier, old_nodes = job.tier, job.nodes

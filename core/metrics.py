@@ -40,7 +40,7 @@ def metric_names(tiers: int) -> list[str]:
     """The keys :func:`run_metrics` returns on a platform with ``tiers`` tiers."""
     names = ["jobs"]
     names += [f"{kind}_{name}" for name in _STAT_METRICS for kind in ("mean", "median", "p90")]
-    names += ["migrations_per_job", "utilization", "makespan", "span_start_time", "accept_rate"]
+    names += ["migrations_per_job", "kills_per_job", "lost_work", "utilization", "makespan", "span_start_time", "accept_rate"]
     return names + [f"tier{t}_share" for t in range(tiers)]
 
 #: The runtime floor of bounded slowdown and expansion factor, in seconds.
@@ -146,7 +146,14 @@ def _stats(prefix: str, values: np.ndarray) -> dict[str, float]:
     }
 
 
-def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds: float = 0.0) -> dict[str, float]:
+def run_metrics(
+    records: dict[str, np.ndarray],
+    capacity: int,
+    overflow_seconds: float = 0.0,
+    *,
+    kills: int = 0,
+    lost_work: float = 0.0,
+) -> dict[str, float]:
     """Aggregate per-job records into run metrics.
 
     Utilisation is busy CPU-seconds over ``capacity x span`` (capacity in nodes; the span
@@ -155,13 +162,25 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds:
     ``runtime x sum of its processes' CPU usage``: the work it carried, however it was
     spread over tiers. ``overflow_seconds`` (CPU time a node's processes used beyond its
     whole CPU, possible under the paper's 4 % idle floor) is subtracted, so that no node counts
-    more than fully busy.
+    more than fully busy. ``lost_work`` (CPU-seconds of runs that were killed and started
+    again from zero; the engine's :attr:`~tiersweep.core.engine.Engine.lost_work`) kept the
+    CPUs busy too, so it is added: utilisation says how busy the machine was, and
+    ``utilization - lost_work / (capacity x makespan)`` how much of it was useful.
+
+    Args:
+        records: Per-job records (:func:`job_records`).
+        capacity: Nodes (or the platform's units) of the utilisation denominator.
+        overflow_seconds: The engine's :attr:`~tiersweep.core.engine.Engine.overflow_seconds`.
+        kills: The engine's :attr:`~tiersweep.core.engine.Engine.kills` (0 where no policy
+            kills).
+        lost_work: The engine's :attr:`~tiersweep.core.engine.Engine.lost_work`.
 
     Returns:
         ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
-        ``migrations_per_job``, ``utilization``, ``makespan``, ``span_start_time``,
-        ``accept_rate`` (share of jobs not turned away; the other metrics are over the
-        accepted jobs) and ``tier<t>_share``: the share of VM-seconds held in tier t.
+        ``migrations_per_job``, ``kills_per_job``, ``lost_work`` (CPU-seconds discarded by
+        kills), ``utilization``, ``makespan``, ``span_start_time``, ``accept_rate`` (share of
+        jobs not turned away; the other metrics are over the accepted jobs) and
+        ``tier<t>_share``: the share of VM-seconds held in tier t.
     """
     n = len(records["job_id"])
     metrics: dict[str, float] = {"jobs": n}
@@ -172,12 +191,15 @@ def run_metrics(records: dict[str, np.ndarray], capacity: int, overflow_seconds:
     for name in _STAT_METRICS:
         metrics.update(_stats(name, records[name]))
     metrics["accept_rate"] = float(accepted.mean()) if n else float("nan")
+    # A killed job ran again, so it was accepted: kills are counted per accepted job.
+    metrics["kills_per_job"] = kills / int(accepted.sum()) if accepted.any() else float("nan")
+    metrics["lost_work"] = float(lost_work)
     if not accepted.any():
         metrics.update(migrations_per_job=float("nan"), utilization=float("nan"), makespan=0.0, span_start_time=float("nan"))
         return metrics
     first = float(records["submit_time"].min())
     last = float(records["finish_time"].max())
-    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"])) - overflow_seconds
+    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"])) + lost_work - overflow_seconds
     span = last - first
     metrics["migrations_per_job"] = float(records["migrations"].mean())
     metrics["utilization"] = busy / (capacity * span) if span > 0 else float("nan")

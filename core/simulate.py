@@ -37,7 +37,7 @@ class RunResult:
         model_version: :data:`tiersweep.core.version.MODEL_VERSION` of the code that ran it.
         segments: With ``record_segments``: one row per stay of a job on its VMs (columns
             ``job_id``, ``tier``, ``start_time``, ``end_time``, ``nodes`` (tuple), ``end``
-            (finish, suspend or move)); else None.
+            (finish, suspend, kill or move)); else None.
     """
 
     spec: dict[str, Any]
@@ -77,7 +77,7 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunRe
 
     records = job_records(jobs)
     records.update(platform.extra_job_records(jobs))
-    metrics = run_metrics(records, platform.capacity, engine.overflow_seconds)
+    metrics = run_metrics(records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work)
     finished = records["finish_time"][records["finish_time"] == records["finish_time"]]
     span_end = float(finished.max()) if len(finished) else float("nan")
     metrics.update(platform.extra_metrics(records, metrics["span_start_time"], span_end))

@@ -150,8 +150,9 @@ def trace_path(name: str = KTH_TRACE, where: str | os.PathLike | None = None) ->
 def counting_policy(name: str, *, mixins: Sequence[type] = (), **params: Any) -> BasePolicy:
     """An instance of the policy registered as ``name`` that also counts its lifecycle hooks in
     ``starts``, ``finishes``, ``suspensions``, ``rejects`` and ``moves`` (Counters by job
-    index). ``params`` go to the constructor; ``mixins`` come first in the class's bases (to
-    wrap ``decide``, say).
+    index), and has the engine's kills by job in ``kills`` (a kill reaches the policy as a
+    suspension, so ``suspensions`` counts kills too). ``params`` go to the constructor;
+    ``mixins`` come first in the class's bases (to wrap ``decide``, say).
 
     It is a subclass that calls every original hook, so its decisions are the policy's own.
     """
@@ -164,6 +165,7 @@ def counting_policy(name: str, *, mixins: Sequence[type] = (), **params: Any) ->
             self.suspensions: Counter[int] = Counter()
             self.rejects: Counter[int] = Counter()
             self.moves: Counter[int] = Counter()
+            self.kills: Counter[int] = sim.kills_by_job
             super().setup(sim)
 
         def on_start(self, job):
@@ -439,7 +441,8 @@ def assert_contract(records: Mapping[str, np.ndarray], capacity: int, policy: Ba
     hook counts when ``policy`` is a :func:`counting_policy`): every job started and finished,
     never before its submission; work conserved (a job never suspended nor moved runs exactly
     its runtime); capacity respected when nothing was suspended; each job finished once and
-    started ``1 + suspensions`` times."""
+    started ``1 + suspensions`` times (kills included), every suspension but a kill a
+    migration."""
     submit, start, finish = records["submit_time"], records["start_time"], records["finish_time"]
     runtime, migrations = records["runtime"], records["migrations"]
     n = len(submit)
@@ -464,7 +467,10 @@ def assert_contract(records: Mapping[str, np.ndarray], capacity: int, policy: Ba
         assert set(policy.finishes.values()) <= {1}, "a job finished twice"
         expected = {i: 1 + policy.suspensions[i] for i in range(n)}
         assert dict(policy.starts) == expected, "a job was started a wrong number of times"
-        assert all(migrations[i] >= policy.suspensions[i] for i in range(n)) or not any(policy.suspensions.values())
+        kills = getattr(policy, "kills", {})
+        assert all(migrations[i] + kills.get(i, 0) >= policy.suspensions[i] for i in range(n)) or not any(
+            policy.suspensions.values()
+        )
 
 
 def _sweep(events: list[tuple[float, int, int]], limit: int, what: str) -> None:
@@ -479,8 +485,9 @@ def _sweep(events: list[tuple[float, int, int]], limit: int, what: str) -> None:
 
 def assert_jobs_lifecycle(jobs: Sequence[Job], policy: BasePolicy, *, may_reject: bool = False) -> None:
     """Every job finished exactly once, or (only where ``may_reject``) was turned away without
-    ever starting; a job started ``1 + suspensions`` times, never before its submission, and
-    took at least its runtime (rates <= 1). ``policy`` is a :func:`counting_policy`."""
+    ever starting; a job started ``1 + suspensions`` times (kills included), never before its
+    submission, and took at least its runtime (rates <= 1). ``policy`` is a
+    :func:`counting_policy`."""
     rejected = [job.job_id for job in jobs if job.state == REJECTED]
     if not may_reject:
         assert not rejected, f"policy {policy.name!r} turned away jobs {rejected[:10]}"
@@ -496,7 +503,7 @@ def assert_jobs_lifecycle(jobs: Sequence[Job], policy: BasePolicy, *, may_reject
         assert policy.starts[i] == 1 + policy.suspensions[i], (
             f"job {job.job_id} started {policy.starts[i]} times with {policy.suspensions[i]} suspensions"
         )
-        assert job.migrations >= policy.suspensions[i]
+        assert job.migrations + policy.kills[i] >= policy.suspensions[i]
         assert job.start_time >= job.submit_time, f"job {job.job_id} started before its submission"
         assert job.finish_time - job.start_time >= job.runtime - 1e-9 * max(1.0, job.runtime), (
             f"job {job.job_id} finished sooner than its runtime allows at rate <= 1"
@@ -514,7 +521,8 @@ def assert_run_contract(run: ContractRun, *, may_reject: bool = False) -> None:
       starts at equal times) never puts more processes in a tier than the idle platform had
       units there, nor more on one unit than it holds;
     * work conservation: the rates seen after every pass, integrated over time, add up to each
-      job's runtime when it finishes; a job takes at least its runtime (rates <= 1) and holds
+      job's runtime when it finishes, plus the work its kills discarded (the engine's
+      ``lost_progress``); a job takes at least its runtime (rates <= 1) and holds
       its units at least that long; a job seen only at rate 1 and never suspended or moved
       finishes exactly ``runtime`` after it started;
     * the platform is idle again at the end.
@@ -557,7 +565,7 @@ def assert_run_contract(run: ContractRun, *, may_reject: bool = False) -> None:
         assert held_time[i] >= job.runtime - 1e-9 * max(1.0, job.runtime), (
             f"job {job.job_id} held its units {held_time[i]:g} s for {job.runtime:g} s of work"
         )
-        done = auditor.work.get(i, 0.0)
+        done = auditor.work.get(i, 0.0) - run.engine.lost_progress.get(i, 0.0)
         tolerance = 1e-9 * max(1.0, job.runtime) + 8 * auditor.pieces[i] * float(np.spacing(max(1.0, abs(job.finish_time))))
         assert abs(done - job.runtime) <= tolerance, (
             f"job {job.job_id} finished at {job.finish_time:g} after {done!r} s of work at the rates it ran at, "

@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tiersweep.core.capabilities import TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.metrics import job_records
@@ -45,6 +46,11 @@ from test_contract import POLICY_NAMES, assert_contract, audit, kth_jobs, run_co
 EFF = 0.9
 KTH_JOBS = 3000
 CONSOLIDATING = ("cmcbf", "amcbf", "smcbf")
+
+
+def uses_background(name: str) -> bool:
+    """Whether policy ``name`` may run jobs in background tiers (it needs them)."""
+    return TIERS in POLICIES[name].requires
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -198,21 +204,21 @@ def check_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_
     nodes, rows = case
     jobs = make_jobs(rows, nodes)
     annotate_cpu(jobs, seed=seed, accuracy=accuracy, usage=usage)
-    params = {"bg_threshold": threshold} if name in CONSOLIDATING else {}
+    params = {"bg_threshold": threshold} if "bg_threshold" in POLICIES[name].params else {}
     policy = run_counted(jobs, nodes, name, tiers=tiers, migration_cost=migration_cost, **params)
     records = job_records(jobs)
     assert_contract(records, nodes, name, policy)
     # Each job held VMs for no longer than it was in the system.
     held = sum(records[f"tier{t}_duration"] for t in range(tiers))
     assert (held <= records["finish_time"] - records["start_time"] + 1e-6).all()
-    if name not in CONSOLIDATING or tiers == 1:
-        # Nothing but the consolidating members ever uses a background tier.
+    if not uses_background(name) or tiers == 1:
+        # Nothing but the policies that need tiers ever uses a background tier.
         assert all((records[f"tier{t}_duration"] == 0).all() for t in range(1, tiers))
 
 
 def _contract_params():
     for name in POLICY_NAMES:
-        for tiers in (1, 2, 3) if name not in CONSOLIDATING else (2, 3):
+        for tiers in (1, 2, 3) if not uses_background(name) else (2, 3):
             yield pytest.param(name, tiers, id=f"{name}-{tiers}")
 
 
