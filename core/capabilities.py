@@ -21,6 +21,7 @@ __all__ = [
     "NODE_VMS",
     "EMBEDDING",
     "VM_CAPACITIES",
+    "ROWS",
     "CAPABILITIES",
     "MEMBERS",
     "describe",
@@ -48,6 +49,12 @@ EMBEDDING = "embedding"
 #: Shared VMs with equilibrium and potential capacities (paper 001): ``ec``,
 #: ``potential_capacities``, ``idle_vms``, ``free_capacity``, ...
 VM_CAPACITIES = "vm_capacities"
+#: Gang scheduling on an Ousterhout matrix: ``rows`` time slots of the machine's columns that
+#: take turns (peers in round robin, not priority tiers); a job runs in one row, named by the
+#: tier of its ``Start``. ``busy_rows``, ``rate_with(busy_rows)`` and ``guaranteed_rate`` say
+#: how fast jobs progress; ``idle_columns(row)`` names a row's idle columns for moves (column
+#: ids are kept only for a policy that also requires ``moves``, or when units are recorded).
+ROWS = "rows"
 
 #: Every capability with one line of meaning (for error messages and ``--help``).
 CAPABILITIES: dict[str, str] = {
@@ -58,6 +65,7 @@ CAPABILITIES: dict[str, str] = {
     NODE_VMS: "per-node VM occupancy and load queries",
     EMBEDDING: "virtual-cluster embeddings in a fat-tree network",
     VM_CAPACITIES: "shared VMs with equilibrium and potential capacities",
+    ROWS: "gang scheduling: rows of the machine's columns that take turns in time slices",
 }
 
 
@@ -71,6 +79,7 @@ MEMBERS: dict[str, tuple[str, ...]] = {
     NODE_VMS: ("idle_nodes", "occupant", "est_load", "vm_job", "vm_est"),
     EMBEDDING: ("state", "topo", "demand", "request", "reservation"),
     VM_CAPACITIES: ("ec", "vms", "share", "idle_vms", "potential_capacities", "idle_potential_capacities", "free_capacity", "active_count"),
+    ROWS: ("rows", "busy_rows", "rate_with", "guaranteed_rate", "idle_columns"),
 }
 
 

@@ -91,7 +91,7 @@ def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
 
 def result_columns(specs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Metric names and per-job column names that runs of ``specs`` can produce."""
-    tiers = max(int(s["platform"].get("tiers", 1)) for s in specs)
+    tiers = max(PLATFORMS[s["platform"]["kind"]].tiers_of(s["platform"]) for s in specs)
     metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS]
     metrics += [f"report.{key}" for key in WorkloadReport().as_dict()]
     jobs = job_columns(tiers)

@@ -33,8 +33,11 @@ NOT_FOR_EASY = (
     "tiersweep.core.policies.consolidation",
     "tiersweep.core.policies.embedding",
     "tiersweep.core.policies.vm_backfill",
+    "tiersweep.core.policies.two_tier_easy",
+    "tiersweep.core.policies.gang",
     "tiersweep.core.platforms.shared_vms",
     "tiersweep.core.platforms.fat_tree",
+    "tiersweep.core.platforms.gang",
     "yaml",
     "numpy.ma",
 )
@@ -59,8 +62,9 @@ def test_the_registries_list_every_builtin_in_order_and_import_on_demand():
     assert list(POLICIES) == [
         "fcfs", "easy", "conservative", "selective", "cmbf", "ambf", "cmcbf", "amcbf", "smcbf",
         "bw_fcfs", "sbf", "sdf", "bgmbf", "bgmbfsdf", "bw_reject", "vm_backfill",
+        "keasy", "reasy", "gs", "bgs", "mgs",
     ]  # fmt: skip
-    assert list(PLATFORMS) == ["nodes", "shared_vms", "fat_tree"]
+    assert list(PLATFORMS) == ["nodes", "shared_vms", "fat_tree", "gang"]
     for name, cls in POLICIES.items():
         assert cls.name == name and issubclass(cls, BasePolicy)
     assert [cls.kind for cls in PLATFORMS.values()] == list(PLATFORMS)

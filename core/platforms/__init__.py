@@ -74,6 +74,7 @@ def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: i
 register_platform(Nodes)
 PLATFORMS.register_lazy("shared_vms", f"{__name__}.shared_vms", "SharedVms")
 PLATFORMS.register_lazy("fat_tree", f"{__name__}.fat_tree", "FatTree")
+PLATFORMS.register_lazy("gang", f"{__name__}.gang", "Gang")
 
 # Classes re-exported here but defined in a lazily imported module (PEP 562).
 __getattr__ = lazy_exports(__name__, {"SharedVms": "shared_vms", "FatTree": "fat_tree"})

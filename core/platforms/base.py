@@ -80,6 +80,14 @@ class BasePlatform(ABC):
         return cls.CAPABILITIES
 
     @classmethod
+    def tiers_of(cls, params: Mapping[str, Any]) -> int:
+        """How many tiers the records of a run with spec parameters ``params`` have (the
+        ``tier<k>_share`` metrics and ``tier<k>_duration`` columns a sweep's result schema
+        must hold): ``params["tiers"]`` by default; a platform whose tiers are called
+        otherwise (``gang``'s rows, ``mpl``) says so here."""
+        return int(params.get("tiers") or 1)
+
+    @classmethod
     def check_params(cls, params: Mapping[str, Any]) -> None:
         """Checks that involve several keys of the validated section ``params`` (each key alone
         is checked by its Param); raise ``SpecError`` naming the key. Called by the spec

@@ -74,6 +74,11 @@ for _name, _module, _qualname in (
     ("bgmbfsdf", "embedding", "Bgmbfsdf"),
     ("bw_reject", "embedding", "BwReject"),
     ("vm_backfill", "vm_backfill", "VmBackfill"),
+    ("keasy", "two_tier_easy", "Keasy"),
+    ("reasy", "two_tier_easy", "Reasy"),
+    ("gs", "gang", "Gs"),
+    ("bgs", "gang", "Bgs"),
+    ("mgs", "gang", "Mgs"),
 ):
     POLICIES.register_lazy(_name, f"{__name__}.{_module}", _qualname)
 
