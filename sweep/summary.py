@@ -67,9 +67,23 @@ def format_summary(frame) -> str:
     three ok seeds (grid points where every seed failed are counted in ``failed`` instead)."""
     if frame.empty:
         return "(no results)"
-    text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+    # Grid values (the columns before ``seeds``) as the config gave them: a number axis that
+    # only some grids set is a float column with gaps, and printed as metrics it read
+    # ``2.000`` and ``NaN`` (``platform.tiers`` beside a gang grid); here ``2`` and ``-``.
+    axes = list(frame.columns[: list(frame.columns).index("seeds")]) if "seeds" in frame.columns else []
+    shown = frame.assign(**{axis: frame[axis].map(_grid_value) for axis in axes})
+    text = shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if "seeds" in frame.columns:
         warning = few_seeds_warning(frame["seeds"].fillna(0).astype(int).tolist())
         if warning:
             text += "\n" + warning
     return text
+
+
+def _grid_value(value) -> str:
+    """A grid value as text: missing as ``-``, whole floats without decimals, others as given."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

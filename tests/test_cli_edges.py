@@ -196,3 +196,29 @@ def test_the_policy_line_shows_only_the_policys_parameters():
     # Parameters at their defaults are not spelled out (EASY++'s keys on every backfilling run).
     default = summary_table(simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "prediction": "user"}}))
     assert default.splitlines()[2].startswith("policy    easy, estimate")
+
+
+# -- the sweep summary of grids that set different keys -------------------------------------------
+
+
+def test_the_summary_prints_grid_values_as_given_when_grids_set_different_keys(tmp_path, capsys):
+    # Reported in review: a number axis that only one grid sets (platform.tiers beside a gang
+    # grid) printed as metrics do, "2.000" and "NaN".
+    config = {
+        "name": "mixed",
+        "base": {"workload": {"model": "jann97", "jobs": 60}, "platform": {"nodes": 32}},
+        "grids": [
+            {"policy.name": ["easy"], "platform.tiers": [2]},
+            {"policy.name": ["bgs"], "platform.kind": ["gang"], "platform.mpl": [2]},
+        ],
+        "seeds": 1,
+    }
+    path = write_yaml(tmp_path / "mixed.yaml", config)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--backend", "serial"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    easy = dict(zip(header, lines[1].split()))
+    bgs = dict(zip(header, lines[2].split()))
+    assert (easy["policy.name"], easy["platform.tiers"], easy["platform.mpl"]) == ("easy", "2", "-")
+    assert (bgs["policy.name"], bgs["platform.tiers"], bgs["platform.mpl"], bgs["platform.kind"]) == ("bgs", "-", "2", "gang")
+    assert "." in easy["mean_wait"]  # metrics keep their number format

@@ -296,6 +296,12 @@ class Backfill(BasePolicy):
         bisect.insort(self._ends, key)
         self._epoch += 1
 
+    def invalidate(self) -> None:
+        """Forget the shadow time and extra units derived from the current state (they are
+        recomputed at the next pass). The hooks call it whenever a job starts, finishes or
+        leaves; a subclass calls it when something it alone knows changes the picture."""
+        self._epoch += 1
+
     def on_finish(self, job: Job) -> None:
         key = self._end_key.pop(job.index)
         del self._ends[bisect.bisect_left(self._ends, key)]

@@ -178,7 +178,7 @@ class RowEasy(Easy):
     def queue_head_started(self) -> None:
         """The queue's head started in another row: what this row derived from it (the
         head's shadow time and extra columns here) is stale."""
-        self._epoch += 1
+        self.invalidate()
 
 
 class _RowPlatform:

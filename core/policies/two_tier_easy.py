@@ -206,7 +206,7 @@ class TwoTierEasy(Easy):
             key = (self.sim.now + remaining, job.index, job)
             self._end_key[job.index] = key
             bisect.insort(self._ends, key)
-            self._epoch += 1
+            self.invalidate()
         else:
             bisect.insort(self._bg, job.index)
         self.resources.on_start(job)
