@@ -71,7 +71,7 @@ def format_summary(frame) -> str:
     # only some grids set is a float column with gaps, and printed as metrics it read
     # ``2.000`` and ``NaN`` (``platform.tiers`` beside a gang grid); here ``2`` and ``-``.
     axes = list(frame.columns[: list(frame.columns).index("seeds")]) if "seeds" in frame.columns else []
-    shown = frame.assign(**{axis: frame[axis].map(_grid_value) for axis in axes})
+    shown = frame.assign(**{axis: _grid_column(frame[axis]) for axis in axes})
     text = shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     if "seeds" in frame.columns:
         warning = few_seeds_warning(frame["seeds"].fillna(0).astype(int).tolist())
@@ -80,10 +80,14 @@ def format_summary(frame) -> str:
     return text
 
 
-def _grid_value(value) -> str:
-    """A grid value as text: missing as ``-``, whole floats without decimals, others as given."""
-    if value is None or (isinstance(value, float) and value != value):
-        return "-"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def _grid_column(column) -> list[str]:
+    """A grid column as text: missing values as ``-``; a number column whose values are all
+    whole (integers stored as floats because of the gaps) without decimals; others as given
+    (a load axis keeps ``1.0`` beside ``0.6``)."""
+    present = [v for v in column if not _missing(v)]
+    whole = bool(present) and all(isinstance(v, float) and v.is_integer() for v in present)
+    return ["-" if _missing(v) else str(int(v)) if whole else str(v) for v in column]
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import trace_path
@@ -24,6 +25,7 @@ from tiersweep.cli import main
 from tiersweep.core.simulate import simulate
 from tiersweep.sweep.config import expand, load_sweep_config
 from tiersweep.sweep.run_command import summary_table
+from tiersweep.sweep.summary import format_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -222,3 +224,6 @@ def test_the_summary_prints_grid_values_as_given_when_grids_set_different_keys(t
     assert (easy["policy.name"], easy["platform.tiers"], easy["platform.mpl"]) == ("easy", "2", "-")
     assert (bgs["policy.name"], bgs["platform.tiers"], bgs["platform.mpl"], bgs["platform.kind"]) == ("bgs", "-", "2", "gang")
     assert "." in easy["mean_wait"]  # metrics keep their number format
+    # A float axis keeps its spelling: 1.0 beside 0.6, not 1.
+    frame = pd.DataFrame({"workload.load": [0.6, 1.0], "seeds": [3, 3], "mean_wait": [1.0, 2.0]})
+    assert [line.split()[0] for line in format_summary(frame).splitlines()[1:3]] == ["0.6", "1.0"]
