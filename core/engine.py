@@ -216,13 +216,7 @@ class Engine:
         if type(decision) is Start:
             self._apply_start(decision)
         elif type(decision) is Suspend:
-            job = decision.job
-            if job.state != RUNNING:
-                raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot suspend job "
-                    f"{job.job_id}: it is not running (state {job.state})"
-                )
-            self._suspend(job)
+            self._suspend(self._running_job(decision, "suspend"))
         elif type(decision) is Reject:
             job = decision.job
             if job.state != QUEUED or job.start_time == job.start_time:
@@ -235,12 +229,7 @@ class Engine:
             self.rejected += 1
             self.policy.on_reject(job)
         elif type(decision) is Move:
-            job = decision.job
-            if job.state != RUNNING:
-                raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot move job "
-                    f"{job.job_id}: it is not running (state {job.state})"
-                )
+            job = self._running_job(decision, "move")
             reason = self.platform.check_move(job, decision.tier, decision.nodes)
             if reason is not None:
                 raise PolicyError(
@@ -249,15 +238,19 @@ class Engine:
                 )
             self._move(job, decision.tier, decision.nodes)
         elif type(decision) is Kill:
-            job = decision.job
-            if job.state != RUNNING:
-                raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot kill job "
-                    f"{job.job_id}: it is not running (state {job.state})"
-                )
-            self._kill(job)
+            self._kill(self._running_job(decision, "kill"))
         else:
             raise PolicyError(f"policy {self.policy.name!r} yielded {decision!r}, not a decision")
+
+    def _running_job(self, decision: Suspend | Kill | Move, verb: str) -> Job:
+        """The job of a decision that needs it running (a PolicyError if it is not)."""
+        job = decision.job
+        if job.state != RUNNING:
+            raise PolicyError(
+                f"policy {self.policy.name!r} at t={self.now:g}: cannot {verb} job "
+                f"{job.job_id}: it is not running (state {job.state})"
+            )
+        return job
 
     def _platform_error(self, what: str) -> PlatformError:
         return PlatformError(f"platform {self.platform.kind!r} at t={self.now:g}: {what}")

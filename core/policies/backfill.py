@@ -467,18 +467,19 @@ class Easy(Backfill):
         # ... then backfill behind the first job that does not fit.
         yield from self._backfill(now, free, list(queue.values()), 0)
 
-    def _backfill(self, now: float, free: int, waiting: list[Job], first: int) -> Iterator[Decision]:
-        # The head's shadow time: the earliest estimated end at which enough processors are
-        # free for it; extra: processors free then (counting every job ending at or before
-        # it) beyond the head's need.
-        head_size = waiting[first].size
+    def shadow(self, now: float, free: int, size: int) -> tuple[float, int, bool]:
+        """EASY's reservation for a job of ``size`` processes with ``free`` free now: the
+        shadow time (the earliest estimated end of the running jobs at which enough
+        processors are free for it), the extra processors free then (counting every job
+        ending at or before it) beyond its need, and whether the shadow was clamped to just
+        after ``now`` (a job past its estimated end is expected to end at the next instant)."""
         available = free
         clamped = False
         ends = iter(self._ends)
         shadow = math.inf
         for end, _, job in ends:
             available += job.size
-            if available >= head_size:
+            if available >= size:
                 clamped = end <= now
                 shadow = math.nextafter(now, math.inf) if clamped else end
                 break
@@ -486,7 +487,10 @@ class Easy(Backfill):
             if end > shadow:
                 break
             available += job.size
-        extra = available - head_size
+        return shadow, available - size, clamped
+
+    def _backfill(self, now: float, free: int, waiting: list[Job], first: int) -> Iterator[Decision]:
+        shadow, extra, clamped = self.shadow(now, free, waiting[first].size)
         if self._plain:
             extra = yield from self._scan(now, free, shadow, extra, self.candidates(waiting[first + 1 :]))
         else:

@@ -272,7 +272,7 @@ class TwoTierEasy(Easy):
             shadow = self._pinned_shadow(now, head)
             extra = free - resources.idle_foreground_among(head.nodes)
         else:
-            shadow, extra = self._shadow(now, free, head.size)
+            shadow, extra, _ = self.shadow(now, free, head.size)
         self.reservation = Reservation(head.index, shadow, extra, None if pinned is None else tuple(pinned.tolist()))
         for job in waiting:
             if free == 0:
@@ -298,23 +298,6 @@ class TwoTierEasy(Easy):
                 extra = free - resources.idle_foreground_among(head.nodes)
             elif not by_shadow:
                 extra -= job.size
-
-    def _shadow(self, now: float, free: int, size: int) -> tuple[float, int]:
-        """EASY's shadow time and extra foreground VMs for a job of ``size`` processes
-        (as :meth:`Easy._backfill` computes them, from the foreground jobs' estimated ends)."""
-        available = free
-        ends = iter(self._ends)
-        shadow = math.inf
-        for end, _, job in ends:
-            available += job.size
-            if available >= size:
-                shadow = end if end > now else math.nextafter(now, math.inf)
-                break
-        for end, _, job in ends:  # the rest of the jobs ending by the shadow
-            if end > shadow:
-                break
-            available += job.size
-        return shadow, available - size
 
     def _pinned_shadow(self, now: float, head: Job) -> float:
         """REASY's shadow for ``head`` running in the background: the last estimated end of
