@@ -57,7 +57,16 @@ def test_no_build_metadata_is_tracked():
     assert not [path for path in done.stdout.splitlines() if ".egg-info" in path]
 
 
+def _git_status() -> str | None:
+    """``git status`` of the project, untracked files listed one by one (None outside git)."""
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
 def test_the_wheel_has_a_single_top_level_name(tmp_path):
+    # Building (what `pip install .` does) must not leave the git tree dirty either (reported:
+    # the build's files showed up beside the sources).
+    before = _git_status()
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
         capture_output=True,
@@ -65,6 +74,7 @@ def test_the_wheel_has_a_single_top_level_name(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+    assert _git_status() == before
     (wheel,) = tmp_path.glob("tiersweep-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
