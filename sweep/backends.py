@@ -227,6 +227,8 @@ class RayBackend(Backend):
         if address is not None:
             _check_reachable(address)  # (also when Ray is already up here: a wrong address is still wrong)
         self._started_here = address is None and not ray.is_initialized()
+        self._connected_here = not ray.is_initialized()
+        self._abandoned = False
         if not ray.is_initialized():
             options: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
             if address is None:
@@ -292,9 +294,15 @@ class RayBackend(Backend):
         return len(self._refs)
 
     def cancel(self) -> None:
-        for ref in self._refs:
-            self._ray.cancel(ref, force=True)
+        # Nothing is handed to ray.cancel(): it races with the reply of a task that is just
+        # finishing, and Ray then aborts this process ("Check failed: ... Tried to complete task
+        # that was not pending", exit 1 and a C++ stack dump; seen on a sweep stopped with
+        # SIGTERM, and within seconds in a loop of cancels). The batches are abandoned instead,
+        # and close() stops them: a local Ray is shut down, a cluster this backend connected to
+        # is disconnected from (Ray stops a finished job's tasks); in a Ray session the caller
+        # opened, the batches in flight run to their end (one batch: seconds) and are ignored.
         self._refs.clear()
+        self._abandoned = True
 
     def _empty_folder(self) -> str:
         import tempfile
@@ -303,7 +311,7 @@ class RayBackend(Backend):
         return self._folder
 
     def close(self) -> None:
-        if self._started_here:
+        if self._started_here or (self._abandoned and self._connected_here):
             self._ray.shutdown()
         if self._folder is not None:
             import shutil
