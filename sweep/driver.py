@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..core.errors import TiersweepError
 from ..core.metrics import job_columns, metric_names
@@ -15,7 +15,7 @@ from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
 from .config import SweepConfig, expand
-from .estimate import Eta, expected_costs
+from .estimate import Eta, columns_read, expected_costs
 from .folder_lock import FolderLock
 from .runner import BATCH_SECONDS, CellRunner, _batch_size  # noqa: F401 (_batch_size: tests)
 from .store import Store, read_table, spec_column_types
@@ -137,7 +137,7 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        costs = expected_costs(todo, _stored_runs(store)) if todo else []
+        costs = expected_costs(todo, _stored_runs(store, todo)) if todo else []
         # Costliest first, so that no long cell starts last while the other workers idle.
         order = sorted(range(len(todo)), key=lambda i: -costs[i])
         todo = [todo[i] for i in order]
@@ -195,10 +195,10 @@ def run_sweep(
         )
 
 
-def _stored_runs(store: Store) -> Any:
+def _stored_runs(store: Store, cells: Sequence[Cell]) -> Any:
     """Every stored run of the folder (all code digests) with the columns the cost estimate
-    reads, or None when there are none."""
-    table = read_table(store.runs, latest_only=False)
+    of ``cells`` reads, or None when there are none."""
+    table = read_table(store.runs, latest_only=False, columns=columns_read(cells))
     return table.to_pandas() if table.num_rows else None
 
 

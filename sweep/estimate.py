@@ -29,7 +29,7 @@ from ..core.policies import POLICIES
 
 from .cells import Cell, flatten
 
-__all__ = ["expected_costs", "formula_cost", "point_key", "Eta"]
+__all__ = ["expected_costs", "columns_read", "formula_cost", "point_key", "Eta"]
 
 #: A guess of a trace's job count from its size when the spec does not give ``jobs``: an SWF
 #: line is about 80 bytes, and gzip shrinks logs about eightfold.
@@ -88,14 +88,26 @@ def point_key(flat: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, ...]:
     return tuple(_text(flat.get(key)) for key in keys)
 
 
+def _flats(cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """The cells' specs flattened to dotted keys, the seed left out (replicates match)."""
+    return [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
+
+
+def columns_read(cells: Sequence[Cell]) -> set[str]:
+    """The stored-run columns :func:`expected_costs` reads for ``cells`` (all a driver needs
+    to load of a large folder)."""
+    return {"status", "wall_seconds", *_FORMULA_KEYS, *(k for flat in _flats(cells) for k in flat)}
+
+
 def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
     """The expected cost of each cell (seconds when the store allows it; see the module).
 
     Args:
         cells: The cells to estimate.
-        stored: The folder's stored runs as a DataFrame (any code; its ``ok`` rows are used), or None.
+        stored: The folder's stored runs as a DataFrame (any code; its ``ok`` rows are used), or
+            None; the columns of :func:`columns_read` suffice.
     """
-    flats = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
+    flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
     if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
         return formula

@@ -10,7 +10,7 @@ import pandas as pd
 
 from tiersweep.sweep.config import expand
 from tiersweep.sweep.driver import run_sweep
-from tiersweep.sweep.estimate import Eta, expected_costs, formula_cost
+from tiersweep.sweep.estimate import Eta, columns_read, expected_costs, formula_cost
 from tiersweep.sweep.store import read_table
 
 from sweep_helpers import small_config
@@ -64,6 +64,19 @@ def test_points_never_run_are_scaled_to_seconds_by_those_that_were(tmp_path):
     costs = expected_costs(new, stored)
     assert costs == [formula_cost(c.spec) * scale for c in new]
     assert costs[1] / costs[0] == 10.0  # amcbf's relative cost against easy's
+
+
+def test_the_estimate_reads_a_few_columns_of_the_store_and_gets_the_same_costs(tmp_path):
+    # A driver used to read the whole runs table (every metric, every spec key) to estimate
+    # costs; on a large folder only the columns the estimate uses are read now.
+    run_sweep(small_config(seeds=[1]), tmp_path, backend="serial", progress=False)
+    later = expand(small_config(seeds=[2]))
+    whole = read_table(tmp_path / "small" / "runs", latest_only=False)
+    few = read_table(tmp_path / "small" / "runs", latest_only=False, columns=columns_read(later))
+    assert {"status", "wall_seconds", "policy.name", "workload.load"} <= set(few.column_names)
+    assert "mean_wait" in whole.column_names and "mean_wait" not in few.column_names
+    assert few.num_columns < whole.num_columns / 2 and few.num_rows == whole.num_rows
+    assert expected_costs(later, few.to_pandas()) == expected_costs(later, whole.to_pandas())
 
 
 def test_the_eta_weighs_cells_by_expected_cost():
