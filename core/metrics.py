@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ _JOB_COLUMNS = (
     "bsld",
     "xf",
     "migrations",
+    "kills",
     "cpu_mean",
 )
 _STAT_METRICS = ("wait", "response", "bsld", "xf")
@@ -55,15 +56,16 @@ def bounded_slowdown(response: float, runtime: float) -> float:
     return max(1.0, response / max(BSLD_BOUND, runtime))
 
 
-def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
+def job_records(jobs: Sequence[Job], kills_by_job: Mapping[int, int] | None = None) -> dict[str, np.ndarray]:
     """One column per field, one row per job, in workload order.
 
     Columns: ``job_id``, ``submit_time``, ``start_time`` (first start), ``finish_time``,
     ``size``, ``runtime`` (work at rate 1, after the overrun rule), ``requested_time`` (nan when
     the trace has none), ``estimate``, ``wait``, ``response``, ``bsld``, ``xf``,
-    ``migrations``, ``cpu_mean`` (mean true CPU usage of its processes) and
-    ``tier<t>_duration`` for each tier t (seconds it held VMs there). Times are in the trace's
-    own time base.
+    ``migrations``, ``kills`` (times it was killed and requeued, from ``kills_by_job``, the
+    engine's :attr:`~tiersweep.core.engine.Engine.kills_by_job`; 0 without it), ``cpu_mean``
+    (mean true CPU usage of its processes) and ``tier<t>_duration`` for each tier t (seconds
+    it held VMs there). Times are in the trace's own time base.
     """
     submit = np.fromiter((j.submit_time for j in jobs), np.float64, len(jobs))
     start = np.fromiter((j.start_time for j in jobs), np.float64, len(jobs))
@@ -92,8 +94,13 @@ def job_records(jobs: Sequence[Job]) -> dict[str, np.ndarray]:
         "bsld": np.maximum(1.0, xf),
         "xf": xf,
         "migrations": np.fromiter((j.migrations for j in jobs), np.int64, len(jobs)),
+        "kills": np.zeros(len(jobs), np.int64),
         "cpu_mean": np.fromiter((j.cpu_sum for j in jobs), np.float64, len(jobs)) / np.maximum(size, 1),
     }
+    if kills_by_job:  # (only policies that kill: KEASY)
+        kills = records["kills"]
+        for index, count in kills_by_job.items():
+            kills[index] = count
     for tier in range(tiers):
         records[f"tier{tier}_duration"] = tier_time[:, tier]
     return records

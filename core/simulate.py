@@ -75,7 +75,7 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunRe
     engine = Engine(jobs, platform, policy, migration_cost=platform_spec["migration_cost"], record_segments=record_segments)
     engine.run()
 
-    records = job_records(jobs)
+    records = job_records(jobs, engine.kills_by_job)
     records.update(platform.extra_job_records(jobs))
     metrics = run_metrics(records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work)
     finished = records["finish_time"][records["finish_time"] == records["finish_time"]]

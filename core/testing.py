@@ -363,7 +363,7 @@ def run_spec(
     )
     engine.run()
     auditor.close(built.jobs)
-    records = job_records(built.jobs)
+    records = job_records(built.jobs, engine.kills_by_job)
     records.update(platform.extra_job_records(built.jobs))
     return ContractRun(spec, built.jobs, platform, policy, engine, auditor, records)
 

@@ -153,7 +153,7 @@ class Store:
         self._spec_types = dict(spec_types)
         job_fields = [pa.field("cell_id", pa.string())]
         job_fields += [
-            pa.field(name, pa.int64() if name in ("job_id", "size", "migrations") else pa.float64()) for name in job_columns
+            pa.field(name, pa.int64() if name in ("job_id", "size", "migrations", "kills") else pa.float64()) for name in job_columns
         ]
         job_fields.append(pa.field("written_at", pa.timestamp("us", tz="UTC")))
         self.job_schema = pa.schema(job_fields, metadata=metadata)

@@ -190,6 +190,9 @@ def test_keasy_kills_each_background_job_that_must_move_elsewhere():
     metrics = metrics_of(jobs, engine)
     assert metrics["kills_per_job"] == 2 / 6
     assert metrics["lost_work"] == 30.0 + 70.0
+    # Each job's own count, in its per-job record.
+    kills = job_records(jobs, engine.kills_by_job)["kills"]
+    assert [int(kills[i]) for i in range(len(jobs))] == [1 if i in (X, Y) else 0 for i in range(len(jobs))]
 
 
 # -- the Kill decision ----------------------------------------------------------------------------
@@ -317,8 +320,14 @@ def test_simulate_reports_the_new_metrics_for_every_policy(kth_path):
 
 
 def test_simulate_reports_keasy_kills(kth_path):
-    metrics = simulate(kth_spec(kth_path, "keasy", jobs=2000)).metrics
+    result = simulate(kth_spec(kth_path, "keasy", jobs=2000))
+    metrics = result.metrics
     assert metrics["kills_per_job"] > 0 and metrics["lost_work"] > 0
+    # The per-job records say which jobs were killed, and how often: together, the metric.
+    kills = result.jobs["kills"]
+    assert kills.dtype.kind == "i" and kills.min() == 0 and kills.max() >= 1
+    assert kills.sum() == pytest.approx(metrics["kills_per_job"] * metrics["jobs"])
+    assert (simulate(kth_spec(kth_path, "reasy", jobs=2000)).jobs["kills"] == 0).all()
 
 
 def test_tiersweep_run_prints_the_new_metrics(tmp_path, kth_path, capsys):
