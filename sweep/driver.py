@@ -17,7 +17,7 @@ from .cells import Cell, flatten
 from .config import SweepConfig, expand
 from .estimate import Eta, columns_read, expected_costs
 from .folder_lock import FolderLock
-from .runner import BATCH_SECONDS, CellRunner, _batch_size  # noqa: F401 (_batch_size: tests)
+from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
 
 __all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]

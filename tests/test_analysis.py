@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 

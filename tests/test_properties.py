@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tiersweep.core.engine import Engine
-from tiersweep.core.errors import PolicyError
 from tiersweep.core.metrics import job_records
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import Backfill, make_policy

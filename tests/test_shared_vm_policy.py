@@ -25,7 +25,7 @@ from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
 from tiersweep.core.metrics import job_records
 from tiersweep.core.platforms import Nodes, SharedVms
-from tiersweep.core.policies import POLICIES, make_policy
+from tiersweep.core.policies import make_policy
 from tiersweep.core.policies.vm_backfill import SELECTORS, VmBackfill, select_vms
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec

@@ -20,7 +20,8 @@ from tiersweep.sweep.backends import BACKENDS, SerialBackend, make_backend
 from tiersweep.sweep.batch import failed_outcomes, run_batch, task_for
 from tiersweep.cli import main
 from tiersweep.sweep.config import expand, parse_sweep_config
-from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, _batch_size, run_sweep
+from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, run_sweep
+from tiersweep.sweep.runner import _batch_size
 from tiersweep.sweep.store import read_jobs
 from tiersweep.sweep.summary import summary_frame
 from sweep_helpers import runs_frame, small_config, small_raw, write_malformed_swf, write_swf, write_yaml
