@@ -109,6 +109,11 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+#: How long a cancelled process pool's manager thread is given to wind down (it takes
+#: milliseconds; the bound is for the hang a dead pipe once caused).
+_MANAGER_JOIN_SECONDS = 5.0
+
+
 class ProcessBackend(Backend):
     """A pool of worker processes (``spawn``: fresh interpreters, as Ray workers are).
 
@@ -124,6 +129,7 @@ class ProcessBackend(Backend):
         self._futures: dict[Future, tuple[int, Tasks, bool]] = {}
         self._tries: dict[int, int] = {}
         self._cancelled = False
+        self._manager: Any = None  # the pool's manager thread, kept by cancel() for close()
 
     def _new_pool(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -182,12 +188,14 @@ class ProcessBackend(Backend):
         return len(self._futures)
 
     def cancel(self) -> None:
-        for future in self._futures:
-            future.cancel()
+        # The futures are left to the pool (shutdown's cancel_futures, and BrokenProcessPool
+        # for those that were running): a future cancelled here makes the pool's manager
+        # thread fail on it ("InvalidStateError: CANCELLED") when it finds its workers gone.
         self._futures.clear()
         # Stop the workers now rather than let them finish batches nobody will store.
         for process in list(getattr(self._pool, "_processes", {}).values()):
             process.terminate()
+        self._manager = getattr(self._pool, "_executor_manager_thread", None)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._cancelled = True
 
@@ -195,6 +203,13 @@ class ProcessBackend(Backend):
         # After a cancel the workers are gone: waiting for the pool's helper threads could block
         # on a pipe no worker reads any more (seen once, under load, as a hung Ctrl-C).
         self._pool.shutdown(wait=not self._cancelled, cancel_futures=True)
+        if self._cancelled and self._manager is not None:
+            # But give the pool's manager thread a bounded moment to wind down: a program that
+            # exits while it closes its wake-up pipe races with the interpreter's exit hook for
+            # pools (Python 3.11 writes to the pipe without the lock the thread closes it
+            # under), which prints "Exception ignored ... OSError: Bad file descriptor" after
+            # "tiersweep: terminated" (1 exit in 6 in a loop of cancel, close and exit).
+            self._manager.join(timeout=_MANAGER_JOIN_SECONDS)
 
 
 class RayBackend(Backend):
