@@ -261,12 +261,7 @@ class Gang(BasePlatform):
             self._free[tier] -= job.size
             held: Sequence[int] = range(job.size)  # as many units as processes; which ones, nobody asks
         else:
-            idle = self._idle[tier]
-            if nodes is None:
-                taken = idle.take(job.size)
-            else:
-                taken = np.array(nodes, dtype=np.int64)  # a copy: the caller's list stays the caller's
-                idle.remove(taken)
+            taken = self._idle[tier].claim(job.size, nodes)
             self._occupancy[tier, taken] = index
             held = taken.tolist()
         self._running[index] = job

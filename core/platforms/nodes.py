@@ -161,6 +161,15 @@ class IdleSet:
         self._count = top
         return taken
 
+    def claim(self, count: int, nodes: Sequence[int] | None) -> np.ndarray:
+        """Mark busy and return the named ``nodes`` (as a new array: the caller's list stays
+        the caller's), or, when None, ``count`` nodes as :meth:`take` picks them."""
+        if nodes is None:
+            return self.take(count)
+        held = np.array(nodes, dtype=np.int64)
+        self.remove(held)
+        return held
+
 
 class Nodes(BasePlatform):
     """``nodes`` nodes with ``tiers`` VMs each.
@@ -398,12 +407,7 @@ class Nodes(BasePlatform):
         if self._free is not None:
             self._free -= job.size
             return range(job.size), 1.0  # as many units as processes; which ones, nobody asks
-        idle = self._idle[tier]
-        if nodes is None:
-            held = idle.take(job.size)
-        else:
-            held = np.array(nodes, dtype=np.int64)  # a copy: the caller's list stays the caller's
-            idle.remove(held)
+        held = self._idle[tier].claim(job.size, nodes)
         k, index = self.tiers, job.index
         if job.size < self.bulk_from:
             held = held.tolist()
