@@ -405,7 +405,15 @@ def _window_text(window: Window | None) -> str:
     if window is None:
         return "whole run"
     start, end = window
-    return f"t = {format_number(start) if start is not None else 'start'} to {format_number(end) if end is not None else 'end'} s"
+    return f"t = {_bound_text(start, 'start')} to {_bound_text(end, 'end')} s"
+
+
+def _bound_text(value: float | None, open_end: str) -> str:
+    """A window bound as the user gave it, thousands separated: not rounded to the table's
+    four digits (123,456 stays 123,456)."""
+    if value is None:
+        return open_end
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
 
 
 def _gantt_choice(

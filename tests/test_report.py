@@ -382,6 +382,16 @@ def test_report_gantt_window_and_chosen_runs_from_the_command_line(with_segments
         assert (out / src).is_file()
 
 
+def test_a_window_caption_keeps_the_bounds_as_given():
+    # Found in review: the caption rounded the bounds to the table's four significant digits,
+    # so --window 123456:200000 read "t = 123,500 to 200,000 s".
+    from tiersweep.analysis.report import _window_text
+
+    assert _window_text((123456.0, 200000.0)) == "t = 123,456 to 200,000 s"
+    assert _window_text((None, 1000.5)) == "t = start to 1,000.5 s"
+    assert _window_text(None) == "whole run"
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
