@@ -283,10 +283,11 @@ class Backfill(BasePolicy):
         if self._plain:
             remaining = job.estimate - job.progress
         else:
-            remaining = self.planned(job) - job.progress
+            planned = self.planned(job)
+            remaining = planned - job.progress
             spf = self._spf
             if spf is not None:
-                del spf[bisect.bisect_left(spf, (self.planned(job), job.index))]
+                del spf[bisect.bisect_left(spf, (planned, job.index))]
         if remaining < 0.0:  # past its estimate (a restarted job): expected to end any moment
             remaining = 0.0
         if self.places:  # dedicated units run at speed 1: no call on every start
@@ -451,7 +452,7 @@ class Easy(Backfill):
                     extra = yield from self._scan(now, free, shadow, extra, self.candidates(arrived))
                 else:
                     arrived = self.candidates(self._in_order(arrived, None))
-                    extra = yield from self._scan_planned(now, free, shadow, extra, arrived)
+                    extra = yield from self._scan_in_order(now, free, shadow, extra, arrived)
                 self._memo = (shadow, extra, next(reversed(queue)), self._epoch)
             return
         # A full pass: start the queue heads while they fit (as Backfill._full_pass) ...
@@ -495,7 +496,7 @@ class Easy(Backfill):
             extra = yield from self._scan(now, free, shadow, extra, self.candidates(waiting[first + 1 :]))
         else:
             behind = self.candidates(self._in_order(waiting[first + 1 :], waiting[first]))
-            extra = yield from self._scan_planned(now, free, shadow, extra, behind)
+            extra = yield from self._scan_in_order(now, free, shadow, extra, behind)
         # A shadow clamped to "now" moves with the clock: no memo then.
         self._memo = None if clamped else (shadow, extra, waiting[-1].index, self._epoch)
 
@@ -530,21 +531,27 @@ class Easy(Backfill):
                 best = self.best_speed()
         return extra
 
+    def _scan_in_order(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+        """:meth:`_scan` of candidates already in the ``order`` the policy says: on the
+        estimates without predictions (``_scan`` does not care about order), else on them."""
+        if self._predictor is None:
+            return (yield from self._scan(now, free, shadow, extra, candidates))
+        return (yield from self._scan_planned(now, free, shadow, extra, candidates))
+
     def _scan_planned(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
-        """:meth:`_scan` on the planned durations (predictions, or the estimates in SPF order).
+        """:meth:`_scan` on the predictions (``prediction: last2``).
 
         The same loop, kept apart so that the default path reads ``job.estimate`` directly:
         it runs for every candidate of every pass (over a million on CTC-SP2).
         """
         places = self.places
         best = self.best_speed() if places else 1.0
-        predictor = self._predictor
-        predicted = None if predictor is None else predictor.predicted
+        predicted = self._predictor.predicted
         for job in candidates:
             size = job.size
             if size > free:
                 continue
-            estimate = job.estimate if predicted is None else predicted[job.index]
+            estimate = predicted[job.index]
             if places:
                 if size > extra and now + estimate / best > shadow:
                     continue  # cannot end by the shadow on any idle units
@@ -615,8 +622,4 @@ class Selective(Backfill):
 
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
         predictor = self._predictor
-        if predictor is None:
-            return self.starvation.starved(job, now)
-        # starvation.xfactor's formula, the estimate floored at 1 s, on the prediction
-        planned = max(predictor.predicted[job.index], 1.0)
-        return (now - job.submit_time + planned) / planned >= self.starvation.value
+        return self.starvation.starved(job, now, None if predictor is None else predictor.predicted[job.index])

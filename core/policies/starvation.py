@@ -20,13 +20,14 @@ XFACTOR_THRESHOLD = Param(
 )
 
 
-def xfactor(job: Job, now: float) -> float:
+def xfactor(job: Job, now: float, estimate: float | None = None) -> float:
     """The expansion factor ``(wait + estimate) / estimate`` of a waiting job.
 
-    The estimate (by default the requested time) is floored at 1 s so that zero-length
-    estimates give a finite value.
+    The estimate (by default the job's, i.e. the requested time; a policy planning with
+    predictions passes its own) is floored at 1 s so that zero-length estimates give a
+    finite value.
     """
-    estimate = max(job.estimate, 1.0)
+    estimate = max(job.estimate if estimate is None else estimate, 1.0)
     return (now - job.submit_time + estimate) / estimate
 
 
@@ -59,6 +60,7 @@ class StarvationThreshold:
         self._bsld_sum += bounded_slowdown(job.finish_time - job.submit_time, job.runtime)
         self._completed += 1
 
-    def starved(self, job: Job, now: float) -> bool:
-        """Whether ``job``'s XFactor has reached the threshold."""
-        return xfactor(job, now) >= self.value
+    def starved(self, job: Job, now: float, estimate: float | None = None) -> bool:
+        """Whether ``job``'s XFactor (on ``estimate``, by default its own) has reached the
+        threshold."""
+        return xfactor(job, now, estimate) >= self.value
