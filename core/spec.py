@@ -120,8 +120,10 @@ WORKLOAD_PARAMS: dict[str, Param] = {
     ),
 }
 
-_MODEL_ONLY = ("preset", "params", "max_size")
-_TRACE_ONLY = ("size_field", "lenient")
+#: Workload keys only a model workload takes (beside ``model``), and only a trace takes
+#: (beside ``trace``).
+MODEL_ONLY_KEYS = ("preset", "params", "max_size")
+TRACE_ONLY_KEYS = ("size_field", "lenient")
 #: Jobs generated when a model workload does not say.
 MODEL_DEFAULT_JOBS = {"feitelson96": 20_000, "jann97": 10_000, "lublin03": 10_000}
 
@@ -131,13 +133,13 @@ def _validate_workload(given: Any) -> dict[str, Any]:
     if (out["trace"] is None) == (out["model"] is None):
         raise SpecError("workload: give exactly one of workload.trace (an SWF file) or workload.model")
     if out["trace"] is not None:
-        for key in _MODEL_ONLY:
+        for key in MODEL_ONLY_KEYS:
             if given.get(key) is not None:
                 raise SpecError(f"workload.{key}: only for model workloads, not with workload.trace")
         if out["load_method"] == "model":
             raise SpecError("workload.load_method: 'model' needs a model workload; a trace can only be rescaled")
         return out
-    for key in _TRACE_ONLY:
+    for key in TRACE_ONLY_KEYS:
         if given.get(key) is not None and given[key] != WORKLOAD_PARAMS[key].default:
             raise SpecError(f"workload.{key}: only for trace workloads, not with workload.model")
         out[key] = None  # not applicable

@@ -67,7 +67,7 @@ def _fmt(value: float, unit: str) -> str:
 def _uses_migration_cost(policy: str, metrics: dict[str, Any]) -> bool:
     """Whether ``platform.migration_cost`` (the restore delay of a suspended or moved job) can
     matter to a run: the policy moves jobs, or jobs were suspended and restarted in it."""
-    moves = policy in POLICIES and MOVES in POLICIES[policy].requires
+    moves = MOVES in POLICIES[policy].requires
     return moves or bool(metrics.get("migrations_per_job", 0.0) > 0)
 
 
@@ -78,11 +78,11 @@ def summary_table(result: RunResult) -> str:
     ``migration_cost`` only where it can matter (see :func:`_uses_migration_cost`)."""
     spec = result.spec
     workload, platform, policy = spec["workload"], spec["platform"], spec["policy"]
-    declared = POLICIES[policy["name"]].params if policy["name"] in POLICIES else policy
+    declared = POLICIES[policy["name"]].params  # (a validated spec names a registered policy)
     # The policy's own parameters that differ from their defaults (`run --help` lists those):
     # every backfilling run would otherwise spell out EASY++'s keys at their defaults.
     params = ", ".join(
-        f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared and v != getattr(declared[k], "default", None)
+        f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared and v != declared[k].default
     )
     cost = platform.get("migration_cost") if _uses_migration_cost(policy["name"], result.metrics) else None
     if "nodes" in platform:

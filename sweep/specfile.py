@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import SpecError
-from ..core.spec import canonical_key, set_key
+from ..core.spec import MODEL_ONLY_KEYS, TRACE_ONLY_KEYS, canonical_key, set_key
 
 __all__ = [
     "load_spec_file",
@@ -342,8 +342,8 @@ def parse_override(text: str) -> tuple[str, Any]:
 #: Workload keys that only a model workload takes, and those only a trace takes (as
 #: :func:`tiersweep.core.spec.validate_spec` enforces): dropped when an override switches the
 #: workload from one kind to the other.
-_MODEL_ONLY = ("model", "preset", "params", "max_size")
-_TRACE_ONLY = ("trace", "size_field", "lenient")
+_MODEL_ONLY = ("model", *MODEL_ONLY_KEYS)
+_TRACE_ONLY = ("trace", *TRACE_ONLY_KEYS)
 
 
 def apply_overrides(spec: dict[str, Any], overrides: Iterable[str], folder: str | Path | None = None) -> dict[str, Any]:

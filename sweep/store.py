@@ -296,7 +296,7 @@ class Store:
     def without_jobs(self) -> set[str]:
         """Cells stored as ``ok`` whose newest run has no per-job records (stored by a sweep run
         without ``--jobs``)."""
-        runs = read_table(self.runs, files=None)
+        runs = read_table(self.runs, columns=["cell_id", "status", "written_at"])
         if not runs.num_rows:
             return set()
         runs = runs.select(["cell_id", "status", "written_at"]).filter(pa.compute.equal(runs.column("status"), "ok"))
