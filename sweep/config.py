@@ -342,6 +342,7 @@ def expand(config: SweepConfig) -> list[Cell]:
     seen: set[str] = set()
     kept: list[dict[str, Any]] = []  # the points left after the exclusions
     invalid: dict[str, list[dict[str, Any]]] = {}  # error -> its points, in order of first sight
+    traces_found: set[str] = set()  # (each trace is looked for once, not once per cell)
     for combination in points:
         point: dict[str, Any] = {}
         for part in combination:
@@ -356,12 +357,15 @@ def expand(config: SweepConfig) -> list[Cell]:
             spec["seed"] = seed
             try:
                 canonical = validate_spec(spec)
-                _check_trace(canonical["workload"]["trace"])
+                trace = canonical["workload"]["trace"]
+                if trace is not None and trace not in traces_found:
+                    _check_trace(trace)
+                    traces_found.add(trace)
             except SpecError as error:
                 invalid.setdefault(str(error), []).append(point)
                 break  # (the seeds are checked with the config: another seed fails alike)
             if invalid:
-                continue  # the sweep will not run: no cell ids (a trace digest each) needed
+                break  # the sweep will not run: no cell ids (a trace digest each) needed
             identity = cell_id(canonical)
             if identity in seen:
                 continue
@@ -374,8 +378,8 @@ def expand(config: SweepConfig) -> list[Cell]:
     return cells
 
 
-def _check_trace(trace: str | None) -> None:
-    if trace is not None and not Path(trace).exists():
+def _check_trace(trace: str) -> None:
+    if not Path(trace).exists():
         relative = "" if os.path.isabs(trace) else f" (relative paths are taken from {Path.cwd()})"
         raise SpecError(f"workload.trace: no such file {trace!r}{relative}")
 
