@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "PolicyError", "PlatformError", "first_line"]
+__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "TraceChangedError", "PolicyError", "PlatformError", "first_line"]
 
 
 def first_line(error: BaseException) -> str:
@@ -22,6 +22,11 @@ class SpecError(TiersweepError, ValueError):
 
 class TraceFormatError(TiersweepError, ValueError):
     """A workload file is malformed; the message names the file, the line and what was expected."""
+
+
+class TraceChangedError(TiersweepError):
+    """A trace's content is not the content a run was planned with (the file changed since its
+    digest was taken); the message names the file and both digests."""
 
 
 class PolicyError(TiersweepError, RuntimeError):

@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import SpecError
 from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, set_key, validate_spec
+from ..core.workloads.swf import not_a_regular_file
 
 from .cells import Cell, cell_id, replicate_seed
 from .specfile import apply_overrides, check_kind, file_folder, parse_override, read_spec_file, resolve_key_traces, resolve_spec_traces
@@ -379,9 +380,14 @@ def expand(config: SweepConfig) -> list[Cell]:
 
 
 def _check_trace(trace: str) -> None:
-    if not Path(trace).exists():
+    try:
+        mode = os.stat(trace).st_mode
+    except OSError:  # (as Path.exists: a path that cannot be looked at is not there)
         relative = "" if os.path.isabs(trace) else f" (relative paths are taken from {Path.cwd()})"
-        raise SpecError(f"workload.trace: no such file {trace!r}{relative}")
+        raise SpecError(f"workload.trace: no such file {trace!r}{relative}") from None
+    kind = not_a_regular_file(mode)
+    if kind is not None:  # (a cell over a FIFO would block its worker, one over a device never end)
+        raise SpecError(f"workload.trace: {trace} is {kind}, not a regular file; give the path of an SWF file")
 
 
 def _identity(point: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

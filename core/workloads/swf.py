@@ -22,19 +22,21 @@ size is, dropping invalid jobs, sorting and so on is the job of :mod:`tiersweep.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import math
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import TraceFormatError
+from ..errors import TraceChangedError, TraceFormatError
 
-__all__ = ["SWF_FIELDS", "SwfLog", "read_swf", "write_swf", "header_int"]
+__all__ = ["SWF_FIELDS", "SwfLog", "read_swf", "write_swf", "header_int", "not_a_regular_file"]
 
 #: The 18 SWF fields, in file order (column ``i`` of :attr:`SwfLog.records`).
 SWF_FIELDS: tuple[str, ...] = (
@@ -113,18 +115,66 @@ def header_int(header: Mapping[str, str], *keys: str) -> int | None:
     return None
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+#: What a path that is not a regular file is, by the ``stat`` test that finds it.
+_SPECIAL_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_a_regular_file(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` is when it is not a regular file (``a FIFO (named
+    pipe)``, ``a character device``, ``a folder``...), else None.
+
+    A trace must be a regular file: reading a FIFO blocks until something writes to it, and a
+    device such as ``/dev/zero`` never ends, so reading it exhausts memory.
+    """
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
+
+
+def _refusal(path: str, kind: str) -> TraceFormatError:
+    if kind == "a folder":
+        return TraceFormatError(f"{path}: is a folder, not an SWF file")
+    return TraceFormatError(f"{path}: is {kind}, not a regular file; give the path of an SWF file (plain or gzip)")
+
+
+def _read_bytes(path: str, sha256: str | None = None) -> bytes:
     """The file's bytes, decompressed if it is gzip; a file that cannot be read or
-    decompressed is a TraceFormatError naming it and saying why."""
+    decompressed, or is not a regular file, is a TraceFormatError naming it and saying why.
+
+    With ``sha256``, the SHA-256 of the bytes read (as stored, before decompression) must be
+    that digest, else :class:`TraceChangedError`. The digest is of the very buffer that is
+    parsed, so no change of the file between a check and the read can slip through.
+    """
     try:
-        with open(path, "rb") as handle:
+        # Looked at before opening: opening a FIFO for reading blocks until a writer comes.
+        kind = not_a_regular_file(os.stat(path).st_mode)
+        if kind is not None:
+            raise _refusal(path, kind)
+        # O_NONBLOCK: should the path become a FIFO after the look, opening it returns at once
+        # (and the look at what was opened refuses it); it changes nothing for a regular file.
+        handle = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+        with handle:
+            kind = not_a_regular_file(os.fstat(handle.fileno()).st_mode)
+            if kind is not None:
+                raise _refusal(path, kind)
             raw = handle.read()
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a folder, not an SWF file") from None
     except FileNotFoundError:
         raise  # documented: the callers say which spec key named the missing file
     except OSError as error:
         raise TraceFormatError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if sha256 is not None:
+        found = hashlib.sha256(raw).hexdigest()
+        if found != sha256:
+            raise TraceChangedError(
+                f"{path}: the trace changed since the sweep was expanded: expected sha256 {sha256}, found {found}; "
+                "run the sweep again to use the new content"
+            )
     if raw[:2] == _GZIP_MAGIC:
         try:
             raw = gzip.decompress(raw)
@@ -162,7 +212,7 @@ def _header(raw: bytes) -> dict[str, str]:
     return header
 
 
-def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
+def read_swf(path: str | os.PathLike[str], *, lenient: bool = False, sha256: str | None = None) -> SwfLog:
     """Read an SWF file (plain or gzip).
 
     Lines end in ``\\n``, ``\\r\\n`` or ``\\r``; ``;`` starts a comment up to the end of its line.
@@ -180,17 +230,23 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False) -> SwfLog:
     With ``lenient`` the job lines with any of these problems (a repeated job number: the later
     lines) are skipped and counted instead, but a file left with no job line is still refused.
 
+    A path that is not a regular file (a folder, a FIFO, a device such as ``/dev/zero``) is
+    refused before it is opened for reading: it would block or never end.
+
     Args:
         path: The file.
         lenient: Skip and count malformed job lines instead of raising.
+        sha256: The SHA-256 (hex) the file's bytes must have, as stored (gzip or not): a run
+            whose identity names a trace's content is computed from that content or not at all.
 
     Raises:
         TraceFormatError: One of the problems above; the message names the file, the line
             number (when a line is at fault), what was found and what was expected.
+        TraceChangedError: The bytes read do not have the digest ``sha256``.
         FileNotFoundError: The file does not exist.
     """
     path = os.fspath(path)
-    raw = _read_bytes(path)
+    raw = _read_bytes(path, sha256)
     if b"\r" in raw:
         # numpy and the line walks below only know \n; a CR-only file would be one line (a
         # comment, as files begin with the header). The check is one memchr, the common case.
