@@ -50,23 +50,27 @@ class RunResult:
     segments: dict[str, list] | None = field(default=None, repr=False)
 
 
-def simulate(spec: Mapping[str, Any], *, record_segments: bool = False) -> RunResult:
+def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sha256: str | None = None) -> RunResult:
     """Run one simulation.
 
     Args:
         spec: A run spec (see :mod:`tiersweep.core.spec`).
         record_segments: Also return every stay of every job on its VMs (for Gantt charts).
+        trace_sha256: The SHA-256 the trace's bytes must have (a sweep cell's, whose id names
+            that content); None reads the trace as it is.
 
     Raises:
         SpecError: The spec is invalid or names a trace that cannot be used.
         TraceFormatError: The trace has a malformed line (and ``workload.lenient`` is false).
+        TraceChangedError: The trace's bytes do not have the digest ``trace_sha256``.
     """
     started = time.perf_counter()
     spec = validate_spec(spec)
     workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
 
     platform_cls = platform_class(platform_spec["kind"])
-    built = build_workload(workload, seed=spec["seed"], nodes=platform_cls.job_capacity(platform_spec))
+    capacity = platform_cls.job_capacity(platform_spec)
+    built = build_workload(workload, seed=spec["seed"], nodes=capacity, trace_sha256=trace_sha256)
     if "nodes" in platform_spec:
         platform_spec["nodes"] = built.nodes  # resolved from the trace when not given
     platform = make_platform(platform_spec["kind"], platform_spec, seed=spec["seed"])

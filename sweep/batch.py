@@ -47,6 +47,7 @@ def task_for(cell: Any, sweep: str) -> dict[str, Any]:
         "spec": spec,
         "run_spec": run_spec,
         "replicate": cell.replicate,
+        "trace_sha256": cell.trace_sha256,
     }
 
 
@@ -98,7 +99,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
         row = _base_row(task, version, host)
         jobs = segments = None
         try:
-            result = simulate(task["run_spec"], record_segments=with_jobs)
+            result = simulate(task["run_spec"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
         except Exception as error:  # noqa: BLE001 - a failing cell is data, not a crash
             row["status"] = "failed"
             last = traceback.extract_tb(error.__traceback__)[-1:]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.version import MODEL_VERSION, code_digest
 
-__all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest"]
+__all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest", "trace_digest"]
 
 
 def canonical_json(spec: Mapping[str, Any]) -> str:
@@ -45,13 +45,29 @@ def file_digest(path: str) -> str:
     return _digest_of(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
 
 
-def cell_id(spec: Mapping[str, Any], code: str | None = None) -> str:
-    """The content address of a validated spec: 16 hex digits of SHA-256 over its canonical
-    JSON (a readable trace replaced by ``sha256:`` and its content digest), the model version
-    and ``code`` (default: this process's :func:`~tiersweep.core.version.code_digest`)."""
+def trace_digest(spec: Mapping[str, Any]) -> str | None:
+    """The content digest (SHA-256, hex) of a validated spec's trace, or None when it names no
+    trace or none that is a regular file."""
     trace = spec.get("workload", {}).get("trace")
     if trace is not None and os.path.isfile(trace):
-        spec = {**spec, "workload": {**spec["workload"], "trace": "sha256:" + file_digest(trace)}}
+        return file_digest(trace)
+    return None
+
+
+_UNSET: Any = object()
+
+
+def cell_id(spec: Mapping[str, Any], code: str | None = None, trace_sha256: str | None = _UNSET) -> str:
+    """The content address of a validated spec: 16 hex digits of SHA-256 over its canonical
+    JSON (a readable trace replaced by ``sha256:`` and its content digest), the model version
+    and ``code`` (default: this process's :func:`~tiersweep.core.version.code_digest`).
+
+    ``trace_sha256`` gives the trace's digest as already taken (:func:`trace_digest`), so that a
+    cell's id and the digest its worker checks the trace against are one reading of the file.
+    """
+    digest = trace_digest(spec) if trace_sha256 is _UNSET else trace_sha256
+    if digest is not None:
+        spec = {**spec, "workload": {**spec["workload"], "trace": "sha256:" + digest}}
     material = "\n".join((canonical_json(spec), MODEL_VERSION, code or code_digest()))
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
@@ -90,6 +106,9 @@ class Cell:
         spec: The validated, canonical spec.
         point: The grid values that made this cell (dotted key -> value), seed excluded.
         replicate: Index of its seed in the sweep's list of seeds.
+        trace_sha256: The digest of the trace content its id names (None without a trace): the
+            worker computes the cell from exactly that content or fails it. Taken from the file
+            when not given.
     """
 
     index: int
@@ -97,6 +116,11 @@ class Cell:
     spec: dict[str, Any] = field(repr=False)
     point: dict[str, Any]
     replicate: int
+    trace_sha256: str | None = field(default=_UNSET, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.trace_sha256 is _UNSET:
+            object.__setattr__(self, "trace_sha256", trace_digest(self.spec))
 
     @property
     def seed(self) -> int:

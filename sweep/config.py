@@ -41,7 +41,7 @@ from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, set_key, validate_spec
 from ..core.workloads.swf import not_a_regular_file
 
-from .cells import Cell, cell_id, replicate_seed
+from .cells import Cell, cell_id, replicate_seed, trace_digest
 from .specfile import apply_overrides, check_kind, file_folder, parse_override, read_spec_file, resolve_key_traces, resolve_spec_traces
 
 __all__ = [
@@ -367,11 +367,12 @@ def expand(config: SweepConfig) -> list[Cell]:
                 break  # (the seeds are checked with the config: another seed fails alike)
             if invalid:
                 break  # the sweep will not run: no cell ids (a trace digest each) needed
-            identity = cell_id(canonical)
+            digest = trace_digest(canonical)  # (one reading of the trace for the id and the check)
+            identity = cell_id(canonical, trace_sha256=digest)
             if identity in seen:
                 continue
             seen.add(identity)
-            cells.append(Cell(len(cells), identity, canonical, dict(point), replicate))
+            cells.append(Cell(len(cells), identity, canonical, dict(point), replicate, digest))
     if invalid:
         raise SpecError(_invalid_cells_message(invalid, kept))
     if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)

@@ -66,7 +66,9 @@ def _rescale(jobs: list[Job], factor: float) -> None:
         job.submit_time = first + (job.submit_time - first) * factor
 
 
-def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None) -> Workload:
+def build_workload(
+    workload: Mapping[str, Any], *, seed: int, nodes: int | None, trace_sha256: str | None = None
+) -> Workload:
     """Build the jobs of a validated ``workload`` spec.
 
     Args:
@@ -74,6 +76,8 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         seed: The run's seed.
         nodes: The platform size, or None for the default (the trace's MaxProcs, else
             MaxNodes; 320 for models).
+        trace_sha256: The SHA-256 the trace file's bytes must have (see
+            :func:`~tiersweep.core.workloads.swf.read_swf`).
 
     Raises:
         SpecError: The trace is missing, has no size header when one is needed, or the model
@@ -85,7 +89,7 @@ def build_workload(workload: Mapping[str, Any], *, seed: int, nodes: int | None)
         path = workload["trace"]
         if not os.path.exists(path):
             raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
-        log = read_swf(path, lenient=workload["lenient"])
+        log = read_swf(path, lenient=workload["lenient"], sha256=trace_sha256)
         if nodes is None:
             nodes = header_int(log.header, "MaxProcs", "MaxNodes")
             if nodes is None:
