@@ -85,13 +85,20 @@ class Engine:
         observer: Callable[[Engine], None] | None = None,
         record_segments: bool = False,
     ) -> None:
+        inf = math.inf
         for position, job in enumerate(jobs):
             if job.index != position:
                 raise ValueError(f"job {job.job_id} has index {job.index}, expected {position}")
+            # A not-a-number time never equals the clock, so the event loop would spin forever.
+            if not (-inf < job.submit_time < inf and -inf < job.runtime < inf and -inf < job.estimate < inf):
+                raise ValueError(
+                    f"job {job.job_id}: times must be finite numbers, got submit_time={job.submit_time!r}, "
+                    f"runtime={job.runtime!r}, estimate={job.estimate!r}"
+                )
             if position and (job.submit_time < jobs[position - 1].submit_time):
                 raise ValueError(f"jobs are not sorted by submit time at index {position}")
-        if migration_cost < 0:
-            raise ValueError(f"migration_cost must be non-negative, got {migration_cost}")
+        if not 0 <= migration_cost < math.inf:
+            raise ValueError(f"migration_cost must be a non-negative finite number, got {migration_cost}")
         problem = pair_problem(policy.name, policy.requires, repr(platform.kind), platform.capabilities)
         if problem is not None:
             raise SpecError(f"policy.name: {problem}")

@@ -18,12 +18,12 @@ from ..errors import SpecError
 from ..jobs import Job
 from .bandwidth import annotate_bandwidth
 from .cpu import annotate_cpu
-from .offered_load import offered_load, rescale_gaps, scale_for_load
+from .offered_load import gap_scale, offered_load, rescale_gaps, scale_for_load
 from .models import generate
 from .rules import WorkloadReport, jobs_from_records
 from .swf import SWF_FIELDS, header_int, read_swf
 
-__all__ = ["Workload", "build_workload", "model_records", "MODEL_DEFAULT_NODES", "jobs_load"]
+__all__ = ["Workload", "build_workload", "model_records", "MODEL_DEFAULT_NODES", "jobs_load", "no_jobs_reason"]
 
 #: Platform size when a model workload's platform does not say (paper 000: 320 nodes).
 MODEL_DEFAULT_NODES = 320
@@ -90,8 +90,11 @@ def build_workload(
         if not os.path.exists(path):
             raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
         log = read_swf(path, lenient=workload["lenient"], sha256=trace_sha256)
+        capacity = "the platform spec"
         if nodes is None:
             nodes = header_int(log.header, "MaxProcs", "MaxNodes")
+            key = "MaxProcs" if "MaxProcs" in log.header else "MaxNodes"
+            capacity = f"the trace's {key} header, {log.header.get(key)!r}"
             if nodes is None:
                 raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
             if nodes < 1:
@@ -102,12 +105,17 @@ def build_workload(
         )
         header = log.header
         scale = 1.0
+        source = f"workload.trace: {path}"
     else:
+        capacity = "the platform spec" if nodes else "the models' default"
         nodes = nodes or MODEL_DEFAULT_NODES
         records, header, scale = model_records(workload, seed=seed, nodes=nodes)
         jobs, report = jobs_from_records(records, capacity=nodes, **rules)
+        source = f"workload.model: {workload['model']}"
+    if not jobs:
+        raise SpecError(f"{source}: {no_jobs_reason(report, nodes, capacity)}")
     if target is not None and workload["trace"] is not None:
-        factor = jobs_load(jobs, nodes) / target
+        factor = _gap_scale(jobs_load(jobs, nodes), target, [job.submit_time for job in jobs])
         _rescale(jobs, factor)
         scale *= factor
     annotate_cpu(
@@ -120,6 +128,30 @@ def build_workload(
     )
     annotate_bandwidth(jobs, seed=seed, model=workload["bandwidth"])
     return Workload(jobs, report, nodes, jobs_load(jobs, nodes), scale, header)
+
+
+def _gap_scale(load: float, target: float, submit: Any) -> float:
+    """:func:`~.offered_load.gap_scale` with its refusal as the spec error naming ``workload.load``."""
+    try:
+        return gap_scale(load, target, submit)
+    except ValueError as error:
+        raise SpecError(f"workload.load: cannot reach an offered load of {target:g}: {error}; drop workload.load") from None
+
+
+def no_jobs_reason(report: WorkloadReport, nodes: int, capacity: str) -> str:
+    """Why the workload rules left no job to simulate, from their ``report``: every job line
+    malformed (lenient), invalid or larger than the platform of ``nodes`` processors
+    (``capacity``: where that size came from). A run of zero jobs is never meant, and would
+    otherwise look like a run that went well."""
+    reasons = []
+    if report.malformed_skipped:
+        reasons.append(f"{report.malformed_skipped} malformed (skipped, lenient)")
+    if report.dropped_invalid:
+        reasons.append(f"{report.dropped_invalid} invalid (size <= 0, runtime < 0 or submit time < 0; see workload.size_field)")
+    if report.dropped_too_large:
+        reasons.append(f"{report.dropped_too_large} larger than the platform's {nodes} processors (from {capacity})")
+    lines = report.records + report.malformed_skipped
+    return f"no job left to simulate: of {lines} job line(s), {', '.join(reasons) or 'none kept'}"
 
 
 def model_records(
@@ -171,7 +203,7 @@ def model_records(
         records, header = make(scale)
     else:
         records, header = make(1.0)
-        scale = load_of(records) / target
+        scale = _gap_scale(load_of(records), target, records[:, SWF_FIELDS.index("submit_time")])
         records = records.copy()
         records[:, SWF_FIELDS.index("submit_time")] = rescale_gaps(records[:, SWF_FIELDS.index("submit_time")], scale)
     header = {**header, "LoadScale": f"{scale:.6g}", "OfferedLoad": f"{load_of(records):.6g}"}

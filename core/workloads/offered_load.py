@@ -15,7 +15,7 @@ import numpy as np
 
 from .swf import SWF_FIELDS
 
-__all__ = ["offered_load", "rescale_gaps", "scale_for_load"]
+__all__ = ["offered_load", "rescale_gaps", "scale_for_load", "gap_scale"]
 
 _SUBMIT = SWF_FIELDS.index("submit_time")
 _RUNTIME = SWF_FIELDS.index("run_time")
@@ -32,6 +32,27 @@ def offered_load(submit: np.ndarray, size: np.ndarray, runtime: np.ndarray, mach
         return math.inf
     work = float(np.dot(np.asarray(size, dtype=np.float64), np.asarray(runtime, dtype=np.float64)))
     return work / (machine_size * span)
+
+
+def gap_scale(load: float, target: float, submit: np.ndarray) -> float:
+    """The factor by which to multiply every inter-arrival gap of jobs with submit times
+    ``submit`` and offered load ``load`` for their offered load to be ``target``.
+
+    Raises:
+        ValueError: The load is not a positive finite number, so no factor reaches the target:
+            fewer than two jobs or every job submitted at once (a span of zero; scaling it would
+            give not-a-number submit times), or jobs with no work. The message says which.
+    """
+    if math.isfinite(load) and load > 0:
+        return load / target
+    submit = np.asarray(submit, dtype=np.float64)
+    if len(submit) < 2:
+        why = f"it has {len(submit)} job, and an offered load needs a span of submit times"
+    elif float(np.max(submit) - np.min(submit)) <= 0:
+        why = f"all its {len(submit)} jobs are submitted at once (time {float(submit[0]):g}): the span of submit times is zero"
+    else:
+        why = "its jobs hold no work (every runtime is 0)"
+    raise ValueError(f"an offered load cannot be set on this workload: {why}")
 
 
 def rescale_gaps(submit: np.ndarray, factor: float) -> np.ndarray:
