@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Re-running resumes; cells already stored are never computed twice.",
         epilog="Config keys: name, base (a run spec), grid (dotted spec key -> list), zip (list of groups of "
         "keys that vary together), exclude (list of {key: value(s)} rules), seeds (a count or a list), "
-        "seed (the sweep seed a count derives from). Relative trace paths in the config are taken from "
+        "seed (the sweep seed a count derives from), cell_timeout (seconds; 0: none). Relative trace paths in the "
+        "config are taken from "
         "its folder, those of --set from the current directory. An existing Ray cluster: --address or "
         "RAY_ADDRESS; with token authentication set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from "
         "`ray get-auth-token`).",
@@ -145,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--force", action="store_true", help="recompute cells already stored")
     sweep.add_argument("--retry-failed", action="store_true", help="recompute cells stored as failed")
     sweep.add_argument("--max-cells", type=whole_number(1), metavar="N", help="compute at most N cells in this run")
+    sweep.add_argument(
+        "--cell-timeout",
+        type=plain_number,
+        metavar="SECONDS",
+        help="stop a cell after SECONDS and store it as failed (0: no limit) [the config's cell_timeout, else "
+        "20 x the cell's expected time, at least 60 s]",
+    )
     sweep.add_argument("--dry-run", action="store_true", help="list the cells and which are stored; compute nothing")
 
     tune = sub.add_parser(
@@ -331,6 +339,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 force=args.force,
                 retry_failed=args.retry_failed,
                 max_cells=args.max_cells,
+                cell_timeout=args.cell_timeout,
                 dry_run=args.dry_run,
                 overrides=args.overrides,
             )

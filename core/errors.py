@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["TiersweepError", "SpecError", "TraceFormatError", "TraceChangedError", "PolicyError", "PlatformError", "first_line"]
+__all__ = [
+    "TiersweepError",
+    "SpecError",
+    "TraceFormatError",
+    "TraceChangedError",
+    "PolicyError",
+    "PlatformError",
+    "first_line",
+]
 
 
 def first_line(error: BaseException) -> str:

@@ -1,8 +1,9 @@
 """The unit of work every backend runs: a batch of cells, each simulated and turned into a row.
 
 :func:`run_batch` is a pure function of its arguments (the cells' specs), importable by any
-worker process; a cell that raises becomes a ``failed`` row with the error text, so one bad
-cell never takes a batch or a sweep down.
+worker process; a cell that raises becomes a ``failed`` row with the error text, and a cell
+that runs past its time limit is stopped and becomes a ``failed`` row saying so, so one bad cell
+never takes a batch or a sweep down.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..core import simulate
 from ..core.version import MODEL_VERSION, code_digest, code_folder
 
 from .cells import flatten
+from .time_limit import CellTimeout, time_limit
 
 __all__ = ["run_batch", "package_version", "task_for", "failed_outcomes"]
 
@@ -32,8 +34,9 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def task_for(cell: Any, sweep: str) -> dict[str, Any]:
-    """The picklable description of a cell that a worker needs."""
+def task_for(cell: Any, sweep: str, time_limit: float | None = None) -> dict[str, Any]:
+    """The picklable description of a cell that a worker needs; ``time_limit``: the seconds
+    after which the worker stops the cell and stores it as failed (None: no limit)."""
     spec = cell.spec
     trace = spec["workload"]["trace"]
     run_spec = spec
@@ -48,6 +51,7 @@ def task_for(cell: Any, sweep: str) -> dict[str, Any]:
         "run_spec": run_spec,
         "replicate": cell.replicate,
         "trace_sha256": cell.trace_sha256,
+        "time_limit": time_limit,
     }
 
 
@@ -98,8 +102,17 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
         started = time.perf_counter()
         row = _base_row(task, version, host)
         jobs = segments = None
+        limit = task.get("time_limit")
         try:
-            result = simulate(task["run_spec"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
+            with time_limit(limit):
+                result = simulate(task["run_spec"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
+        except CellTimeout:
+            row["status"] = "failed"
+            row["error"] = (
+                f"CellTimeout: stopped after its time limit of {limit:g} s; if the cell is merely slow, give a "
+                f"longer limit (--cell-timeout SECONDS or the config's cell_timeout; 0 for none) and run again "
+                f"with --retry-failed"
+            )
         except Exception as error:  # noqa: BLE001 - a failing cell is data, not a crash
             row["status"] = "failed"
             last = traceback.extract_tb(error.__traceback__)[-1:]

@@ -15,6 +15,8 @@
     #                          # sensitivity studies); zip groups apply to each
     seeds: 2                   # or a list of seeds [1, 2, 3]
     seed: 0                    # the sweep seed that a count of seeds derives from
+    cell_timeout: 600          # seconds after which a cell is stopped and stored as failed
+    #                          # (0: none; default: from each cell's expected cost)
 
 The cells are the cartesian product of the grid axes and the zip groups (each group one
 axis), times the seeds, less the exclusions; each is validated as a run spec before anything
@@ -53,13 +55,14 @@ __all__ = [
     "expand",
     "check_header",
     "parse_seeds",
+    "check_cell_timeout",
     "MAX_CELLS",
 ]
 
 #: The most cells a sweep (grid points x seeds) or one tuning trial (seeds x variants) may have.
 MAX_CELLS = 1_000_000
 
-_TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed")
+_TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed", "cell_timeout")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -83,6 +86,9 @@ class SweepConfig:
     source_text: str | None = field(default=None, repr=False, compare=False)
     #: The ``--set KEY=VALUE`` overrides applied to ``base`` (``raw`` and ``base`` include them).
     overrides: tuple[str, ...] = field(default=(), compare=False)
+    #: Seconds after which a cell is stopped and stored as failed (0: no limit; None: each
+    #: cell's default from its expected cost). How the sweep runs, not what it computes.
+    cell_timeout: float | None = field(default=None, compare=False)
 
     @property
     def axis_sets(self) -> list[list[dict[str, list[Any]]]]:
@@ -276,7 +282,19 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     description = raw.get("description", "")
     axis_sets = [these + zip_axes for these in grid_axes]
     grids = axis_sets if grid_list is not None else None
-    return SweepConfig(name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids)
+    timeout = raw.get("cell_timeout")
+    if timeout is not None:
+        check_cell_timeout(timeout, "cell_timeout")
+    return SweepConfig(
+        name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids, cell_timeout=timeout
+    )
+
+
+def check_cell_timeout(value: Any, where: str) -> None:
+    """Refuse a cell time limit (``where``: the config key or option that gave it) that is not a
+    number of seconds >= 0 (0: no limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise SpecError(f"{where}: expected seconds (a number >= 0; 0 for no limit), got {value!r}")
 
 
 def parse_seeds(raw: Mapping[str, Any], base: Mapping[str, Any]) -> list[int]:

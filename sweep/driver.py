@@ -14,8 +14,8 @@ from ..core.simulate import RUN_EXTRA_METRICS
 from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
-from .config import SweepConfig, expand
-from .estimate import Eta, columns_read, expected_costs
+from .config import SweepConfig, check_cell_timeout, expand
+from .estimate import Eta, columns_read, default_time_limits, estimate_costs
 from .folder_lock import FolderLock
 from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
@@ -113,6 +113,7 @@ def run_sweep(
     max_cells: int | None = None,
     progress: bool = True,
     on_batch: Callable[[int], None] | None = None,
+    cell_timeout: float | None = None,
 ) -> SweepOutcome:
     """Run the cells of ``config`` that the store under ``out`` lacks.
 
@@ -127,7 +128,12 @@ def run_sweep(
         max_cells: Compute at most this many cells in this run.
         progress: Show a progress bar.
         on_batch: Called with the number of cells stored so far after each batch (for tests).
+        cell_timeout: Seconds after which a cell is stopped and stored as failed (0: no limit);
+            None takes the config's ``cell_timeout``, else each cell's default from its expected
+            cost (:func:`~.estimate.default_time_limits`).
     """
+    if cell_timeout is not None:
+        check_cell_timeout(cell_timeout, "--cell-timeout")
     cells = expand(config)  # every cell validated before anything is written, the lock included
     # Planned under the folder's lock, so that no other writer stores a cell between this one
     # reading what is stored and writing what is not.
@@ -137,10 +143,13 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        costs = expected_costs(todo, _stored_runs(store, todo)) if todo else []
+        costs, in_seconds = estimate_costs(todo, _stored_runs(store, todo)) if todo else ([], False)
+        limit = config.cell_timeout if cell_timeout is None else cell_timeout
+        limits = default_time_limits(costs, in_seconds) if limit is None else [limit or None] * len(todo)
         # Costliest first, so that no long cell starts last while the other workers idle.
         order = sorted(range(len(todo)), key=lambda i: -costs[i])
         todo = [todo[i] for i in order]
+        limits = [limits[i] for i in order]
         cost_of = {todo[k].cell_id: costs[i] for k, i in enumerate(order)}
         eta = Eta(costs)  # (restarted once the backend is up: its start-up is not work)
         again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
@@ -172,7 +181,7 @@ def run_sweep(
                     runner.start()
                     eta.restart()
                     bar = _progress(len(todo), progress)
-                runner.submit(todo)
+                runner.submit(todo, limits)
                 while runner.busy:
                     runner.step()
         finally:

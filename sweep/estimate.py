@@ -14,6 +14,8 @@ The expected cost of a cell is, in order of preference:
    ratio of wall time to this formula over the stored runs it could be matched with (without
    any, the numbers are in unnamed units: good for ordering, and the ETA then calibrates
    itself as cells finish, see :class:`Eta`).
+
+The expected cost also sets each cell's default time limit (:func:`default_time_limits`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,17 @@ from ..core.policies import POLICIES
 
 from .cells import Cell, flatten
 
-__all__ = ["expected_costs", "columns_read", "formula_cost", "point_key", "Eta"]
+__all__ = [
+    "expected_costs",
+    "estimate_costs",
+    "default_time_limits",
+    "columns_read",
+    "formula_cost",
+    "point_key",
+    "Eta",
+    "CELL_TIMEOUT_FACTOR",
+    "MIN_CELL_TIMEOUT",
+]
 
 #: A guess of a trace's job count from its size when the spec does not give ``jobs``: an SWF
 #: line is about 80 bytes, and gzip shrinks logs about eightfold.
@@ -107,13 +119,18 @@ def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
         stored: The folder's stored runs as a DataFrame (any code; its ``ok`` rows are used), or
             None; the columns of :func:`columns_read` suffice.
     """
+    return estimate_costs(cells, stored)[0]
+
+
+def estimate_costs(cells: Sequence[Cell], stored: Any = None) -> tuple[list[float], bool]:
+    """:func:`expected_costs`, and whether they are seconds (stored runs calibrated them)."""
     flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
     if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
-        return formula
+        return formula, False
     ok = stored[(stored["status"] == "ok") & stored["wall_seconds"].notna()] if "status" in stored.columns else stored
     if ok.empty:
-        return formula
+        return formula, False
     keys = sorted({k for flat in flats for k in flat} & set(ok.columns))
     seen: dict[tuple[str, ...], list[float]] = {}
     ratios = []
@@ -128,7 +145,29 @@ def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
     for flat, cost in zip(flats, formula):
         walls = seen.get(point_key(flat, keys))
         out.append(statistics.median(walls) if walls else cost * scale)
-    return out
+    return out, bool(ratios)
+
+
+#: A cell's default time limit is this many times its expected seconds...
+CELL_TIMEOUT_FACTOR = 20.0
+#: ...and at least this many seconds (start-up, a slow or busy machine, a poor estimate).
+MIN_CELL_TIMEOUT = 60.0
+#: Seconds per unit of :func:`formula_cost` assumed when no stored run calibrates it: about ten
+#: times what cells of 2,000 jobs took on a busy two-core machine (1e-4), so that an estimate
+#: not yet calibrated errs towards a long limit.
+UNCALIBRATED_SECONDS_PER_UNIT = 1e-3
+
+
+def default_time_limits(costs: Sequence[float], in_seconds: bool) -> list[float]:
+    """The default time limit of cells of expected ``costs`` (as :func:`estimate_costs` gives
+    them): ``max(MIN_CELL_TIMEOUT, CELL_TIMEOUT_FACTOR x expected seconds)``, the costs taken as
+    seconds when ``in_seconds``, else converted by :data:`UNCALIBRATED_SECONDS_PER_UNIT`.
+
+    Far above a cell's expected time, so that only a cell that will not end (or a grossly wrong
+    estimate) reaches it; a cell stopped by it says how to give a longer limit.
+    """
+    per_unit = 1.0 if in_seconds else UNCALIBRATED_SECONDS_PER_UNIT
+    return [max(MIN_CELL_TIMEOUT, CELL_TIMEOUT_FACTOR * cost * per_unit) for cost in costs]
 
 
 class Eta:

@@ -20,6 +20,7 @@ from ..core.version import code_digest, code_folder
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
+from .estimate import default_time_limits, estimate_costs
 from .store import Store
 
 __all__ = ["CellRunner", "BATCH_SECONDS"]
@@ -95,9 +96,13 @@ class CellRunner:
             self.notes = list(self._backend.notes)
         return self._backend
 
-    def submit(self, cells: Sequence[Cell]) -> None:
-        """Queue cells to compute."""
-        self._queue.extend(task_for(cell, self.sweep) for cell in cells)
+    def submit(self, cells: Sequence[Cell], time_limits: Sequence[float | None] | None = None) -> None:
+        """Queue cells to compute, each stopped and stored as failed once it runs past its time
+        limit (seconds, None for no limit); without ``time_limits``, the default limits of
+        their uncalibrated expected costs (:func:`~.estimate.default_time_limits`)."""
+        if time_limits is None:
+            time_limits = default_time_limits(*estimate_costs(cells))
+        self._queue.extend(task_for(cell, self.sweep, limit) for cell, limit in zip(cells, time_limits, strict=True))
 
     @property
     def busy(self) -> bool:

@@ -25,11 +25,13 @@ def sweep_command(
     max_cells: int | None,
     dry_run: bool,
     overrides: Sequence[str] = (),
+    cell_timeout: float | None = None,
 ) -> int:
     """Run (or, with ``dry_run``, list) a sweep; print its summary. Exit status 1 if any cell failed.
 
     Args:
         overrides: ``KEY=VALUE`` overrides of the config's base spec (``--set``).
+        cell_timeout: ``--cell-timeout`` (see :func:`~.driver.run_sweep`).
     """
     config = load_sweep_config(config_path, overrides)
     if dry_run:
@@ -50,6 +52,7 @@ def sweep_command(
         force=force,
         retry_failed=retry_failed,
         max_cells=max_cells,
+        cell_timeout=cell_timeout,
     )
     frame = summary_frame(outcome.cells, str(outcome.store / "runs"), SUMMARY_METRICS)
     print(format_summary(frame))

@@ -54,7 +54,8 @@ def test_a_special_file_as_trace_is_refused_in_one_line(tmp_path, fifo, which, k
     trace = fifo if which == "fifo" else which
     done = _run_cli("run", _spec(tmp_path, trace))
     assert done.returncode == 2, done.stderr[-500:]
-    assert done.stderr == f"tiersweep: error: {trace}: is {kind}, not a regular file; give the path of an SWF file (plain or gzip)\n"
+    expected = f"{trace}: is {kind}, not a regular file; give the path of an SWF file (plain or gzip)"
+    assert done.stderr == f"tiersweep: error: {expected}\n"
 
 
 def test_a_sweep_over_a_fifo_is_refused_at_expansion(tmp_path, fifo):

@@ -87,7 +87,8 @@ def test_a_sweep_cell_without_jobs_is_stored_failed_with_the_reason(tmp_path):
     frame = runs_frame(outcome.store).set_index("platform.nodes")
     assert frame.loc[64, "status"] == "ok" and frame.loc[64, "report.records"] == 2
     assert frame.loc[4, "status"] == "failed"
-    assert "no job left to simulate: of 2 job line(s), 2 larger than the platform's 4 processors" in frame.loc[4, "error"]
+    reason = "no job left to simulate: of 2 job line(s), 2 larger than the platform's 4 processors"
+    assert reason in frame.loc[4, "error"]
 
 
 _CHILD = """
@@ -118,7 +119,10 @@ def test_an_offered_load_on_a_workload_of_zero_span_is_refused(tmp_path):
     done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(specs)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     errors = json.loads(done.stdout)
-    prefix = "SpecError: workload.load: cannot reach an offered load of 0.8: an offered load cannot be set on this workload: "
+    prefix = (
+        "SpecError: workload.load: cannot reach an offered load of 0.8: "
+        "an offered load cannot be set on this workload: "
+    )
     assert errors == [
         prefix + "it has 1 job, and an offered load needs a span of submit times; drop workload.load",
         prefix + "all its 3 jobs are submitted at once (time 50): the span of submit times is zero; drop workload.load",

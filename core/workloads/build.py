@@ -135,7 +135,9 @@ def _gap_scale(load: float, target: float, submit: Any) -> float:
     try:
         return gap_scale(load, target, submit)
     except ValueError as error:
-        raise SpecError(f"workload.load: cannot reach an offered load of {target:g}: {error}; drop workload.load") from None
+        raise SpecError(
+            f"workload.load: cannot reach an offered load of {target:g}: {error}; drop workload.load"
+        ) from None
 
 
 def no_jobs_reason(report: WorkloadReport, nodes: int, capacity: str) -> str:
@@ -147,7 +149,9 @@ def no_jobs_reason(report: WorkloadReport, nodes: int, capacity: str) -> str:
     if report.malformed_skipped:
         reasons.append(f"{report.malformed_skipped} malformed (skipped, lenient)")
     if report.dropped_invalid:
-        reasons.append(f"{report.dropped_invalid} invalid (size <= 0, runtime < 0 or submit time < 0; see workload.size_field)")
+        reasons.append(
+            f"{report.dropped_invalid} invalid (size <= 0, runtime < 0 or submit time < 0; see workload.size_field)"
+        )
     if report.dropped_too_large:
         reasons.append(f"{report.dropped_too_large} larger than the platform's {nodes} processors (from {capacity})")
     lines = report.records + report.malformed_skipped

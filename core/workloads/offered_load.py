@@ -49,7 +49,10 @@ def gap_scale(load: float, target: float, submit: np.ndarray) -> float:
     if len(submit) < 2:
         why = f"it has {len(submit)} job, and an offered load needs a span of submit times"
     elif float(np.max(submit) - np.min(submit)) <= 0:
-        why = f"all its {len(submit)} jobs are submitted at once (time {float(submit[0]):g}): the span of submit times is zero"
+        why = (
+            f"all its {len(submit)} jobs are submitted at once (time {float(submit[0]):g}): "
+            "the span of submit times is zero"
+        )
     else:
         why = "its jobs hold no work (every runtime is 0)"
     raise ValueError(f"an offered load cannot be set on this workload: {why}")

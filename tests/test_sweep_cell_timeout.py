@@ -1,0 +1,122 @@
+"""No cell can hold a sweep forever: a cell that runs past its time limit is stopped inside its
+worker and stored as ``failed`` with the reason, and the sweep goes on with the other cells.
+
+The slow cell is real: AMCBF over 30,000 jobs takes far longer than the few seconds it is given
+(about a minute on a quiet machine), so without a limit the test would store it ``ok``.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+from sweep_helpers import write_yaml
+
+from tiersweep.cli import main
+from tiersweep.core.errors import SpecError
+from tiersweep.sweep.config import expand, parse_sweep_config
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.estimate import MIN_CELL_TIMEOUT, default_time_limits, estimate_costs
+from tiersweep.sweep.store import read_table
+from tiersweep.sweep.time_limit import CellTimeout, time_limit
+
+#: The limit the slow cell runs into: enough for the quick cell on a busy machine.
+LIMIT = 3.0
+
+
+def _raw(**changes) -> dict:
+    raw = {
+        "name": "slow",
+        "base": {"workload": {"model": "jann97", "load": 0.9}, "platform": {"nodes": 64, "tiers": 2}},
+        "zip": [{"workload.jobs": [30, 30_000], "policy.name": ["easy", "amcbf"]}],
+    }
+    raw.update(changes)
+    return raw
+
+
+def _check_stored(root) -> None:
+    frame = read_table(root / "runs").to_pandas().set_index("workload.jobs")
+    assert frame.loc[30, "status"] == "ok" and frame.loc[30, "report.records"] == 30
+    slow = frame.loc[30_000]
+    assert slow["status"] == "failed"
+    assert slow["error"].startswith(
+        f"CellTimeout: stopped after its time limit of {LIMIT:g} s; if the cell is merely slow, give a longer limit "
+        "(--cell-timeout SECONDS or the config's cell_timeout; 0 for none) and run again with --retry-failed"
+    )
+    assert LIMIT <= slow["wall_seconds"] < LIMIT + 15
+
+
+def test_the_serial_backend_stops_a_slow_cell_and_restores_the_alarm(tmp_path, capsys):
+    handler = signal.getsignal(signal.SIGALRM)
+    config = write_yaml(tmp_path / "slow.yaml", _raw())
+    code = main(["sweep", str(config), "--backend", "serial", "--cell-timeout", f"{LIMIT:g}", "--out", str(tmp_path / "out")])
+    assert code == 1
+    assert "1 failed" in capsys.readouterr().out
+    _check_stored(tmp_path / "out" / "slow")
+    assert signal.getsignal(signal.SIGALRM) is handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_the_process_backend_stops_a_slow_cell_from_the_config_key(tmp_path):
+    outcome = run_sweep(parse_sweep_config(_raw(cell_timeout=LIMIT)), tmp_path, backend="process", progress=False)
+    assert (outcome.computed, outcome.failed) == (2, 1)
+    _check_stored(outcome.store)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_ray_backend_stops_a_slow_cell(tmp_path):
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024 * 1024, log_to_driver=False)
+    try:
+        outcome = run_sweep(parse_sweep_config(_raw()), tmp_path, backend="ray", progress=False, cell_timeout=LIMIT)
+    finally:
+        if started:
+            ray.shutdown()
+    assert (outcome.computed, outcome.failed) == (2, 1)
+    _check_stored(outcome.store)
+
+
+def test_a_cell_timeout_that_is_not_seconds_is_refused():
+    with pytest.raises(SpecError, match=r"^cell_timeout: expected seconds \(a number >= 0; 0 for no limit\), got -1$"):
+        parse_sweep_config(_raw(cell_timeout=-1))
+    with pytest.raises(SpecError, match=r"^--cell-timeout: expected seconds"):
+        run_sweep(parse_sweep_config(_raw()), "unused", backend="serial", progress=False, cell_timeout=float("inf"))
+
+
+def test_default_limits_are_twenty_times_the_expected_seconds_and_at_least_a_minute():
+    assert default_time_limits([1.0, 10.0, 100.0], True) == [MIN_CELL_TIMEOUT, 200.0, 2000.0]
+    # Uncalibrated costs are unnamed units, taken at a pessimistic 1 ms each.
+    assert default_time_limits([1_000.0, 100_000.0], False) == [MIN_CELL_TIMEOUT, 2000.0]
+    costs, in_seconds = estimate_costs(expand(parse_sweep_config(_raw())))
+    assert not in_seconds and costs == [30 * 1.0 * 1.4, 30_000 * 10.0 * 1.4]
+
+
+def test_a_limit_off_the_main_thread_interrupts_a_busy_loop():
+    caught = []
+
+    def spin() -> None:
+        started = time.monotonic()
+        try:
+            with time_limit(0.5):
+                while time.monotonic() - started < 30:
+                    pass
+        except CellTimeout:
+            caught.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    thread.join(40)
+    assert len(caught) == 1 and 0.5 <= caught[0] < 10
+
+
+def test_a_block_that_ends_in_time_leaves_no_alarm_behind():
+    handler = signal.getsignal(signal.SIGALRM)
+    with time_limit(5):
+        pass
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    time.sleep(0.05)  # (an alarm left armed would not fire here anyway: nothing to wait for)
