@@ -119,4 +119,17 @@ def test_a_block_that_ends_in_time_leaves_no_alarm_behind():
     with time_limit(5):
         pass
     assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-    time.sleep(0.05)  # (an alarm left armed would not fire here anyway: nothing to wait for)
+
+
+def test_a_timer_of_the_caller_is_restored_with_what_is_left_of_it():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        with time_limit(5):
+            time.sleep(0.2)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < left <= 29.9 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
