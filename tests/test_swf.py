@@ -139,6 +139,15 @@ def test_header_with_leading_spaces_and_trailing_remark(tmp_path):
     assert log.records.shape == (1, 18)
 
 
+def test_header_digits_grouped_by_commas_are_one_number(tmp_path):
+    """``MaxProcs: 1,024`` read as its first group would shrink the machine to one processor."""
+    path = tmp_path / "grouped.swf"
+    path.write_text(f"; MaxProcs: 1,024\n; MaxNodes: 338, batch\n{job_line()}\n")
+    log = read_swf(path)
+    assert header_int(log.header, "MaxProcs") == 1024
+    assert header_int(log.header, "MaxNodes") == 338
+
+
 def test_header_first_occurrence_of_a_key_wins(tmp_path):
     path = tmp_path / "twice.swf"
     path.write_text(f"; MaxProcs: 64\n; MaxProcs: 32\n{job_line()}\n")

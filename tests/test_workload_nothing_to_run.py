@@ -56,11 +56,11 @@ def _trace(tmp_path, rows, header="; MaxProcs: 64", name="log.swf"):
             "of 3 job line(s), 3 larger than the platform's 4 processors (from the platform spec)",
         ),
         (
-            # "1,024" is read as 1 (the leading integer): no job of 2 or more processors fits.
+            # "1k" is read as 1 (the leading integer): no job of 2 or more processors fits.
             [(0, 100, 8), (10, 50, 16), (20, 100, 2)],
-            "; MaxProcs: 1,024",
+            "; MaxProcs: 1k",
             None,
-            "of 3 job line(s), 3 larger than the platform's 1 processors (from the trace's MaxProcs header, '1,024')",
+            "of 3 job line(s), 3 larger than the platform's 1 processors (from the trace's MaxProcs header, '1k')",
         ),
         (
             [(0, 100, -1), (10, 50, 600)],

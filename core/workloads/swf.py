@@ -103,16 +103,22 @@ def header_int(header: Mapping[str, str], *keys: str) -> int | None:
     """Return the leading integer of the first of ``keys`` present in ``header``, else None.
 
     Header values often carry a remark after the number (``MaxNodes: 338 (batch partition)``),
-    so only the leading integer is read.
+    so only the leading integer is read. Digits grouped by commas (``MaxProcs: 1,024``) are one
+    number: read as its first group, such a header would shrink the machine to 1 processor and
+    drop every job as too large.
     """
     for key in keys:
         value = header.get(key)
         if value is None:
             continue
-        match = re.match(r"\s*(\d+)", value)
+        match = _HEADER_INT.match(value)
         if match:
-            return int(match.group(1))
+            return int(match.group(1).replace(",", ""))
     return None
+
+
+#: A header's leading integer: comma-grouped thousands (``1,024``) or plain digits.
+_HEADER_INT = re.compile(r"\s*(\d{1,3}(?:,\d{3})+(?!\d)|\d+)")
 
 
 #: What a path that is not a regular file is, by the ``stat`` test that finds it.
