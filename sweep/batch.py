@@ -17,7 +17,7 @@ import numpy as np
 from ..core import simulate
 from ..core.version import MODEL_VERSION, code_digest, code_folder
 
-from .cells import flatten
+from .cells import file_digest, flatten
 
 __all__ = ["run_batch", "package_version", "task_for", "failed_outcomes"]
 
@@ -47,6 +47,9 @@ def task_for(cell: Any, sweep: str) -> dict[str, Any]:
         "spec": spec,
         "run_spec": run_spec,
         "replicate": cell.replicate,
+        # The path is stored as given; the content, which the cell id holds, is stored too, so
+        # that a log regenerated at the same path reads as another input.
+        "trace_digest": file_digest(trace) if trace is not None and os.path.isfile(trace) else None,
     }
 
 
@@ -63,6 +66,7 @@ def _base_row(task: Mapping[str, Any], version: str, host: str) -> dict[str, Any
         "package_version": version,
         "seed": task["spec"]["seed"],
         "replicate": task["replicate"],
+        "trace_digest": task.get("trace_digest"),
         "host": host,
     }
     row.update({key: value for key, value in flatten(task["spec"]).items() if key != "seed"})
@@ -84,7 +88,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
     """Simulate each task's spec; return one outcome per task, in order.
 
     Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
-    wall_seconds, model_version, code_digest, package_version, seed, replicate, host,
+    wall_seconds, model_version, code_digest, package_version, seed, replicate, trace_digest, host,
     flattened spec columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job
     columns) and ``segments`` (every stay of a job on its VMs), the last two only
     ``with_jobs``, and ``code`` (the folder of the simulator's source this worker imported, so
