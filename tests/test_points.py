@@ -11,6 +11,7 @@ values; the report's Config section lists every config the folder holds.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,14 @@ def test_the_sweep_summary_shows_only_the_cells_of_the_config_it_ran(regenerated
     cells = expand(regenerated["config"])
     frame = summary_frame(cells, str(regenerated["root"] / "runs"), ["mean_wait"])
     assert list(frame["policy.name"]) == ["easy", "amcbf"] and list(frame["seeds"]) == [2, 2]
+
+
+def test_a_folder_whose_manifest_kept_only_the_last_config_shows_the_others_from_its_files(two_configs, tmp_path):
+    # Manifests written before they kept every config: the runs files' metadata still has each.
+    manifest_path = two_configs / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["configs"]
+    manifest_path.write_text(json.dumps(manifest))
+    page = page_of(two_configs, tmp_path)
+    assert "platform.nodes" in page.header and len(page.body_rows) == 4
+    assert "nodes: 64" in page.config and "nodes: 96" in page.config
