@@ -3,8 +3,14 @@
 The page (``index.html``) holds, in this order: a warning when a grid point has fewer than three
 seeds; the summary table (per grid point, in the config's order, the sweep summary's metrics and
 the figures' metrics that vary: mean and 95 % interval over seeds, four significant digits);
-the failed cells; the figures; the versions and provenance of the rows; and the config as the
-YAML the user wrote.
+the failed cells; the figures; the versions and provenance of the rows; and every config run
+into the folder as the YAML the user wrote, with its ``--set`` values.
+
+A grid point is one set of inputs: rows under one grid point that differ in another input (a
+trace regenerated at the same path, another config of the same name, other ``--set`` values)
+are points of their own, in the table and the figures, with the differing column shown
+(:func:`~tiersweep.sweep.points.point_columns`); one seed of one point stored as several cells
+that no column tells apart is refused.
 
 The figures: each metric against every numeric grid axis (one line per policy, one figure per
 combination of the other axes; a metric that is the same in every run gets no panel, and a
