@@ -193,3 +193,25 @@ def test_a_folder_whose_manifest_kept_only_the_last_config_shows_the_others_from
     page = page_of(two_configs, tmp_path)
     assert "platform.nodes" in page.header and len(page.body_rows) == 4
     assert "nodes: 64" in page.config and "nodes: 96" in page.config
+
+
+def test_a_claim_on_a_folder_of_two_configs_is_not_measured_and_says_why(tmp_path):
+    from tiersweep.analysis.claims import measure
+
+    def config(nodes: int):
+        return parse_sweep_config(
+            {
+                "name": "liu2013_fworkload",
+                "base": {"workload": {"model": "jann97", "jobs": 100}, "platform": {"nodes": nodes, "tiers": 2}},
+                "grid": {"policy.name": ["easy", "amcbf"], "workload.load": [0.6]},
+                "seeds": 2,
+            }
+        )
+
+    sweep(config(64), tmp_path)
+    sweep(config(96), tmp_path)
+    verdicts = [verdict for claim, verdict in measure(tmp_path) if claim.sweep == "liu2013_fworkload"]
+    # (Claims about policies this folder lacks have nothing to measure either way.)
+    refused = [v for v in verdicts if "no cells stored" not in v.text]
+    assert len(refused) >= 5 and all(not v.holds and v.settings == 0 for v in refused)
+    assert all(v.text.startswith("not measured: ") and "differ in platform.nodes (64, 96)" in v.text for v in refused)
