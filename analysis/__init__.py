@@ -3,10 +3,20 @@ plots and the HTML report.
 
 >>> from tiersweep.analysis import load, summary, compare
 >>> runs = load("results/quickstart")
->>> summary(runs, by=["policy.name", "workload.load"], metrics=["mean_bsld"])
+>>> summary(runs, by=point_columns(runs, ["policy.name", "workload.load"]), metrics=["mean_bsld"])
 """
 
 from .load import MixedCodeWarning, NoResultsError, find_results, load
-from .stats import compare, summary, t_interval
+from .stats import MixedPointsError, compare, point_columns, summary, t_interval
 
-__all__ = ["load", "find_results", "summary", "compare", "t_interval", "MixedCodeWarning", "NoResultsError"]
+__all__ = [
+    "load",
+    "find_results",
+    "summary",
+    "compare",
+    "point_columns",
+    "t_interval",
+    "MixedCodeWarning",
+    "MixedPointsError",
+    "NoResultsError",
+]

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .load import load
+from ..sweep.points import MixedPointsError, check_points
 from .stats import compare, t_interval
 
 __all__ = ["Claim", "CLAIMS", "Verdict", "measure", "markdown", "holds_in_scope", "SCOPES"]
@@ -139,6 +140,7 @@ def fewer_migrations(policy: str, other: str, *, scope: str = "all") -> Callable
 
     def measure(runs: pd.DataFrame) -> Verdict:
         runs = _ok(runs)
+        check_points(runs, ["workload.load", "policy.name"], "claim")
         parts, wins = [], []
         for load_value, group in runs.groupby("workload.load"):
             a = group[group["policy.name"] == policy].set_index("seed")["migrations_per_job"]
@@ -299,6 +301,7 @@ def near(metric: str, trace: str, shares: str, low: float, high: float, selector
         runs = runs[(runs["platform.shares"] == shares) & runs["policy.selector"].isin(selectors)]
         if runs.empty:
             return Verdict("no cells stored", 0, 0, False)
+        check_points(runs, ["policy.selector"], "claim")
         values = runs.groupby("policy.selector")[metric].mean()
         wins = [bool(low <= v <= high) for v in values]
         parts = [f"{metric} ({trace}, {shares}) in [{low:g}, {high:g}]"] + [f"{k} {v:.3f}" for k, v in values.items()]
@@ -314,6 +317,7 @@ def shares_ratio(metric: str, trace: str, low: float, high: float, selectors: Se
     def measure(runs: pd.DataFrame) -> Verdict:
         runs = _deterministic(runs, trace)
         runs = runs[runs["policy.selector"].isin(selectors)]
+        check_points(runs, ["policy.selector", "platform.shares"], "claim")
         table = runs.pivot_table(index="policy.selector", columns="platform.shares", values=metric)
         if table.empty or {"homogeneous", "heterogeneous"} - set(table.columns):
             return Verdict("no cells stored", 0, 0, False)
@@ -354,7 +358,12 @@ def measure(results: str | Path) -> list[tuple[Claim, Verdict]]:
             continue
         # The newest code's rows only: a folder swept again after the simulator changed
         # keeps the older rows too, and a claim must not pool two simulators.
-        out.append((claim, claim.measure(load(folder, code_digest="latest"))))
+        runs = load(folder, code_digest="latest")
+        try:
+            verdict = claim.measure(runs)
+        except MixedPointsError as error:  # e.g. two --set values swept into one folder
+            verdict = Verdict(f"not measured: {error}", 0, 0, False)
+        out.append((claim, verdict))
     return out
 
 

@@ -11,6 +11,12 @@ A cell's id includes the digest of the simulator's source, so a folder swept aga
 code changed holds the rows of both codes (under different cell ids). :func:`load` warns when
 the rows it returns come from more than one code (:class:`MixedCodeWarning`) and can keep the
 rows of one (``code_digest=``). A folder with no stored runs is an error, not an empty table.
+
+A folder can also hold runs of different inputs under one grid point: a trace regenerated at
+the same path (each row records its trace's content in ``trace_digest``), two configs of one
+``name:``, one config run with other ``--set`` values. The rows keep them apart in their
+columns; :func:`~tiersweep.sweep.points.point_columns` names the columns that identify a point,
+and :func:`~tiersweep.analysis.stats.summary` refuses a grouping that would average them.
 """
 
 from __future__ import annotations

@@ -3,8 +3,14 @@
 The page (``index.html``) holds, in this order: a warning when a grid point has fewer than three
 seeds; the summary table (per grid point, in the config's order, the sweep summary's metrics and
 the figures' metrics that vary: mean and 95 % interval over seeds, four significant digits);
-the failed cells; the figures; the versions and provenance of the rows; and the config as the
-YAML the user wrote.
+the failed cells; the figures; the versions and provenance of the rows; and every config run
+into the folder as the YAML the user wrote, with its ``--set`` values.
+
+A grid point is one set of inputs: rows under one grid point that differ in another input (a
+trace regenerated at the same path, another config of the same name, other ``--set`` values)
+are points of their own, in the table and the figures, with the differing column shown
+(:func:`~tiersweep.sweep.points.point_columns`); one seed of one point stored as several cells
+that no column tells apart is refused.
 
 The figures: each metric against every numeric grid axis (one line per policy, one figure per
 combination of the other axes; a metric that is the same in every run gets no panel, and a
@@ -31,7 +37,8 @@ import yaml
 
 from ..core.errors import TiersweepError
 from ..core.spec import canonical_key
-from ..sweep.store import read_manifest
+from ..sweep.points import point_columns, repeated_seeds
+from ..sweep.store import read_configs, read_manifest
 from .load import load
 from .plots import LABELS, gantt, log_axes, metric_grid, utilisation_over_time, utilisation_vs_occupancy
 from .stats import POLICY, SEED, FewSeedsWarning, few_seeds_warning, summary
@@ -127,10 +134,17 @@ def _slug(text: str) -> str:
     return slug
 
 
+#: Digest columns shown by their first digits (as git shows a commit).
+_DIGESTS = {"trace_digest": "trace digest", "code_digest": "code digest"}
+
+
 def _short(key: str, value: Any) -> str:
-    """A value for a title or a table: a trace by its file name, a float in short form."""
+    """A value for a title or a table: a trace by its file name, a digest by its first 12
+    digits (missing: ``unrecorded``), a float in short form."""
     if key.endswith("trace") and isinstance(value, str):
         return Path(value).name
+    if key in _DIGESTS:
+        return value[:12] if isinstance(value, str) else "unrecorded"
     if isinstance(value, (float, np.floating)):
         return "" if math.isnan(value) else f"{float(value):.6g}"
     return str(value)
@@ -142,9 +156,10 @@ def _label(combo: dict[str, str]) -> str:
     return ", ".join(f"{k.split('.')[-1]} not set" if v in ("nan", "None") else f"{k.split('.')[-1]}={_short(k, v)}" for k, v in combo.items())
 
 
-def _axes(config: Mapping[str, Any], runs: pd.DataFrame) -> list[str]:
+def _axes(configs: Sequence[Mapping[str, Any]], runs: pd.DataFrame) -> list[str]:
+    """The grid keys of every config run into the folder that the runs have, in config order."""
     keys: list[str] = []
-    if config:
+    for config in configs:
         keys += list((config.get("grid") or {}).keys())
         for grid in config.get("grids") or []:
             keys += list(grid.keys())
@@ -155,10 +170,13 @@ def _axes(config: Mapping[str, Any], runs: pd.DataFrame) -> list[str]:
     return [k for k in dict.fromkeys(keys) if k in runs.columns]
 
 
-def _config_order(config: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """Each axis's values in the order the config lists them (grid, then grids, then zips)."""
+def _config_order(configs: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Each axis's values in the order the configs list them (grid, then grids, then zips;
+    the newest config first)."""
     orders: dict[str, list[Any]] = {}
-    mappings = [config.get("grid") or {}, *(config.get("grids") or []), *(config.get("zip") or [])]
+    mappings = []
+    for config in reversed(configs):
+        mappings += [config.get("grid") or {}, *(config.get("grids") or []), *(config.get("zip") or [])]
     for mapping in mappings:
         for key, values in mapping.items():
             if isinstance(values, list):
@@ -263,10 +281,17 @@ def write_report(
         raise FileNotFoundError(f"{root}: no runs stored (expected {root}/runs/*.parquet)")
     manifest = read_manifest(root)
     config = manifest.get("config") or {}
-    orders = _config_order(config)
+    configs = read_configs(root, manifest)
+    grids = [entry["config"] for entry in configs if isinstance(entry.get("config"), Mapping)]
+    orders = _config_order(grids)
     ok = runs[runs["status"] == "ok"]
-    axes = _axes(config, runs)
     by = POLICY if POLICY in runs.columns else None
+    # The grid keys, then every other input that differs between rows the grid keys would
+    # average together (another trace at the same path, another config of the same name,
+    # other --set values): those rows are other points, in the table and the figures alike.
+    axes = point_columns(runs, _axes(grids, runs) or ([by] if by else []))
+    keys = axes or ["sweep"]
+    _refuse_indistinct(root, runs, keys)
     metrics = [m for m in REPORT_METRICS if m in ok.columns and ok[m].notna().any()]
     policies = _policy_order(ok, by, orders)
     # The runs to chart are chosen first: a choice that matches nothing is refused before
@@ -285,7 +310,6 @@ def write_report(
         figures += _occupancy_figures(ok, axes, figures_dir)
         figures += _gantt_figures(segments, charted, varying, by, figures_dir, window)
         figures += _tuning_figures(root, figures_dir, config, ok)
-        keys = [a for a in axes if a in runs.columns] or ([by] if by else ["sweep"])
         table_metrics = _table_metrics(ok, metrics)
         table = _in_config_order(summary(runs, by=keys, metrics=table_metrics), keys, orders)
     seeds = ok.groupby(keys, dropna=False).size().tolist() if len(ok) else []
@@ -296,6 +320,25 @@ def write_report(
     page = out / "index.html"
     page.write_text(_html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent), encoding="utf-8")
     return page
+
+
+def _refuse_indistinct(root: Path, runs: pd.DataFrame, keys: list[str]) -> None:
+    """Refuse a folder in which one seed of one point has several cells that no stored column
+    tells apart: their average would count one seed twice.
+
+    Raises:
+        TiersweepError: Naming the point, the seed and the cells.
+    """
+    repeated = repeated_seeds(runs, keys)
+    if repeated is None:
+        return
+    group, seed, ids = repeated
+    where = ", ".join(f"{k}={_short(k, v)}" for k, v in group.items())
+    raise TiersweepError(
+        f"{root}: {len(ids)} runs of {where} at seed {seed} are different cells ({', '.join(ids)}) that no "
+        f"stored column tells apart (a trace changed at the same path before runs recorded its digest?); "
+        f"sweep the config again into a fresh folder (--out) and report on that one"
+    )
 
 
 def _policy_order(ok: pd.DataFrame, by: str | None, orders: Mapping[str, list[Any]]) -> list[Any]:
@@ -595,27 +638,45 @@ def _html(
         f"<li>hosts: {esc(', '.join(hosts))}</li>",
         f"<li>rows written: {esc(str(written.min()))} to {esc(str(written.max()))}</li>" if len(written) else "",
         "</ul>",
-        "<h2>Config</h2>",
-        f"<pre id='config'>{esc(_config_text(manifest))}</pre>",
+        *_configs_html(read_configs(root, manifest)),
         "</body></html>",
     ]
     return "\n".join(parts)
 
 
-def _config_text(manifest: Mapping[str, Any]) -> str:
-    """The config file's text as the user wrote it when the folder kept it, else its mapping
-    as YAML in the order it was given."""
-    text = manifest.get("config_text")
+def _configs_html(configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Config section: every config run into the folder (with its ``--set`` values), so
+    that each point of the table has its config on the page."""
+    esc = html.escape
+    if len(configs) <= 1:
+        return ["<h2>Config</h2>", f"<pre id='config'>{esc(_config_text(configs[0] if configs else {}))}</pre>"]
+    parts = [
+        f"<h2>Configs ({len(configs)})</h2>",
+        f"<p class='note'>{len(configs)} configs were run into this folder, oldest first; the table keeps "
+        "apart the rows whose inputs differ.</p>",
+    ]
+    for number, entry in enumerate(configs, 1):
+        text = esc(_config_text(entry))
+        parts += [f"<h3>Config {number}</h3>", f"<pre class='config' id='config-{number}'>{text}</pre>"]
+    return parts
+
+
+def _config_text(entry: Mapping[str, Any]) -> str:
+    """A config's file text as the user wrote it when the folder kept it, else its mapping as
+    YAML in the order it was given; its ``--set`` values first, as a comment."""
+    overrides = entry.get("overrides") or []
+    given = "".join(f"# --set {item}\n" for item in overrides)
+    text = entry.get("config_text")
     if isinstance(text, str) and text.strip():
-        return text
-    config = manifest.get("config")
+        return given + text
+    config = entry.get("config")
     if not config:
         return "(no config recorded)"
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    return given + yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=None)
 
 
 def _key_header(key: str) -> str:
-    return {POLICY: "policy", "sweep": "sweep"}.get(key, LABELS.get(key, key))
+    return {POLICY: "policy", "sweep": "sweep", **_DIGESTS}.get(key, LABELS.get(key, key))
 
 
 def _summary_html(table: pd.DataFrame, keys: list[str]) -> str:

@@ -4,6 +4,11 @@ An interval respects the range of its quantity (see :func:`mean_interval`): the 
 positive metric gets a positive interval, a share or rate in [0, 1] stays in [0, 1], and a
 ratio of two policies is taken on the log scale (:func:`ratio_interval`). Groups with fewer
 than :data:`MIN_SEEDS` seeds raise a :class:`FewSeedsWarning`.
+
+A group is averaged over seeds only when its rows are runs of one set of inputs: a group whose
+rows differ in a spec column, the trace's content or the simulator is refused
+(:class:`MixedPointsError`, naming the column and its values); :func:`point_columns` gives the
+grouping that keeps every such difference apart.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as st
 
+from ..sweep.points import MixedPointsError, check_points, point_columns
 from ..sweep.summary import MIN_SEEDS, few_seeds_warning
 
 __all__ = [
@@ -26,7 +32,9 @@ __all__ = [
     "ratio_interval",
     "metric_scale",
     "few_seeds_warning",
+    "point_columns",
     "FewSeedsWarning",
+    "MixedPointsError",
     "MIN_SEEDS",
     "SCALES",
     "UNIT_METRICS",
@@ -199,13 +207,19 @@ def summary(
 
     Warns :class:`FewSeedsWarning` when a group has fewer than :data:`MIN_SEEDS` rows (seeds).
 
+    Raises:
+        MixedPointsError: The rows of a group differ in an input column that ``by`` leaves out
+            (:func:`~tiersweep.sweep.points.check_points`).
+
     Returns:
         One row per group; columns ``<metric>_mean`` (arithmetic), ``_std``, ``_n``, and
         ``_ci_low``/``_ci_high``: the interval of ``<metric>_mean``.
     """
     scales = dict(scales or {})
+    ok = _ok(df)
+    check_points(ok, list(by), "summary")
     rows, counts = [], []
-    for key, group in _ok(df).groupby(list(by), sort=True, dropna=False):
+    for key, group in ok.groupby(list(by), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key))
         counts.append(len(group))
@@ -237,6 +251,11 @@ def compare(
     Warns :class:`FewSeedsWarning` when a policy has fewer than :data:`MIN_SEEDS` seeds paired
     with the baseline's in a group.
 
+    Raises:
+        ValueError: The baseline has several rows per group and seed.
+        MixedPointsError: The rows of a policy in a group differ in an input column that ``by``
+            leaves out (:func:`~tiersweep.sweep.points.check_points`).
+
     Returns:
         One row per (group, policy other than the baseline): for each metric the geometric
         mean ratio ``<metric>_ratio`` and its interval ``_ci_low``/``_ci_high`` over the paired
@@ -245,6 +264,7 @@ def compare(
     df = _ok(df)
     by = list(by or [])
     keys = [*by, pair_on]
+    check_points(df, [*by, policy], "compare")
     base = df[df[policy] == baseline].set_index(keys)[list(metrics)]
     if base.index.has_duplicates:
         raise ValueError(f"baseline {baseline!r} has several rows per {keys}: add the varying keys to 'by'")

@@ -50,6 +50,7 @@ def task_for(cell: Any, sweep: str, time_limit: float | None = None) -> dict[str
         "spec": spec,
         "run_spec": run_spec,
         "replicate": cell.replicate,
+        # The content the cell id names: the worker computes from exactly these bytes or fails.
         "trace_sha256": cell.trace_sha256,
         "time_limit": time_limit,
     }
@@ -68,6 +69,9 @@ def _base_row(task: Mapping[str, Any], version: str, host: str) -> dict[str, Any
         "package_version": version,
         "seed": task["spec"]["seed"],
         "replicate": task["replicate"],
+        # The path is stored as given and the content too, so that a log regenerated at the
+        # same path reads as another input (the worker has checked the bytes it read match).
+        "trace_digest": task.get("trace_sha256"),
         "host": host,
     }
     row.update({key: value for key, value in flatten(task["spec"]).items() if key != "seed"})
@@ -89,7 +93,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
     """Simulate each task's spec; return one outcome per task, in order.
 
     Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
-    wall_seconds, model_version, code_digest, package_version, seed, replicate, host,
+    wall_seconds, model_version, code_digest, package_version, seed, replicate, trace_digest, host,
     flattened spec columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job
     columns) and ``segments`` (every stay of a job on its VMs), the last two only
     ``with_jobs``, and ``code`` (the folder of the simulator's source this worker imported, so

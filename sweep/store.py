@@ -5,7 +5,8 @@
 * ``segments/``: every stay of a job on its VMs (tier, start, end, nodes, how it ended), keyed
   by ``cell_id`` (only with ``--jobs``): the data of Gantt charts.
 * ``manifest.json``: the sweep config (parsed, and the file's text as written, with any
-  ``--set`` overrides), the column schema and the time it last changed.
+  ``--set`` overrides), every config run into the folder before (``configs``), the column
+  schema and the time it last changed.
 
 Only the driver writes. Each completed batch becomes one new file per table, written under a
 temporary name and renamed into place, with its rows sorted by cell index, so a reader never
@@ -36,7 +37,16 @@ import pyarrow.parquet as pq
 from ..core.errors import SpecError, TiersweepError, first_line
 from .folder_lock import FolderLock
 
-__all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types", "read_manifest", "unreadable_part"]
+__all__ = [
+    "Store",
+    "read_table",
+    "read_jobs",
+    "compact",
+    "spec_column_types",
+    "read_manifest",
+    "read_configs",
+    "unreadable_part",
+]
 
 _FIXED = [
     ("cell_id", pa.string()),
@@ -50,6 +60,7 @@ _FIXED = [
     ("package_version", pa.string()),
     ("seed", pa.int64()),
     ("replicate", pa.int64()),
+    ("trace_digest", pa.string()),
     ("host", pa.string()),
     ("written_at", pa.timestamp("us", tz="UTC")),
 ]
@@ -170,15 +181,18 @@ class Store:
             ],
             metadata=metadata,
         )
-        manifest = {
-            "config": json.loads(json.dumps(config, default=_json_default)),
-            **dict(source or {}),
-            "schema": {field.name: str(field.type) for field in self.schema},
-        }
+        used = {"config": json.loads(json.dumps(config, default=_json_default)), **dict(source or {})}
         try:
             stored = read_manifest(self.root)
         except TiersweepError:
             stored = {}  # a damaged manifest is replaced
+        # Every config ever run into the folder, not only the last: its rows are theirs too.
+        history = _history(stored)
+        manifest = {
+            **used,
+            "configs": history + ([] if used in history else [used]),
+            "schema": {field.name: str(field.type) for field in self.schema},
+        }
         # Written only when it changes, so that a run with nothing new to say about the folder
         # writes nothing (a read-only folder of finished results can be re-run).
         if {key: stored.get(key) for key in manifest} != manifest:
@@ -358,6 +372,46 @@ def read_manifest(root: str | Path) -> dict[str, Any]:
             f"folder's config writes it again (the stored cells are not in it)"
         )
     return manifest
+
+
+_SOURCE_KEYS = ("config", "config_text", "overrides")
+
+
+def _history(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The configs a manifest records (one written before manifests kept them all: its last)."""
+    if isinstance(manifest.get("configs"), list):
+        return [dict(entry) for entry in manifest["configs"] if isinstance(entry, Mapping)]
+    if manifest.get("config"):
+        return [{key: manifest[key] for key in _SOURCE_KEYS if key in manifest}]
+    return []
+
+
+def read_configs(root: str | Path, manifest: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every config run into the results folder ``root``, oldest first: mappings with
+    ``config`` and, when known, ``config_text`` (the file as written) and ``overrides``
+    (``--set``).
+
+    A folder written before its manifest kept every config adds the configs stored in the
+    metadata of its runs files that the manifest does not hold (without their text).
+    ``manifest`` is the folder's manifest when the caller has read it already.
+    """
+    root = Path(root)
+    manifest = read_manifest(root) if manifest is None else manifest
+    configs = _history(manifest)
+    if "configs" in manifest:
+        return configs
+    known = [entry.get("config") for entry in configs]
+    older = []
+    for name in _parts(root / "runs"):
+        try:
+            metadata = pq.read_schema(name).metadata or {}
+            config = json.loads(metadata.get(b"tiersweep.config", b"null"))
+        except (pa.ArrowException, OSError, ValueError):
+            continue  # an unreadable part is reported by the reader of its rows
+        if config and config not in known:
+            known.append(config)
+            older.append({"config": config})
+    return older + configs
 
 
 def _parts(folder: Path) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .cells import Cell, flatten
+from .points import point_columns
 from .store import read_table
 
 __all__ = ["summary_frame", "format_summary", "few_seeds_warning", "MIN_SEEDS"]
@@ -29,8 +30,9 @@ def few_seeds_warning(counts: Sequence[int]) -> str | None:
 
 
 def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str]):
-    """A DataFrame with one row per grid point: the axis values, ``seeds`` (ok rows),
-    ``failed``, and the mean of each metric over seeds."""
+    """A DataFrame with one row per grid point: the axis values (and any other input that
+    differs under one grid point: :func:`~tiersweep.sweep.points.point_columns`), ``seeds``
+    (ok rows), ``failed``, and the mean of each metric over seeds."""
     import pandas as pd
 
     table = read_table(runs_folder)
@@ -43,6 +45,9 @@ def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str
     # as one column per key (``workload.params.mean_gap``): group by those.
     points = [flatten(c.point) for c in cells]
     axes = list(dict.fromkeys(key for point in points for key in point))
+    # (Rows of the config's cells: another input differing under one grid point would be
+    # a config's own mistake, but is kept apart all the same, as the report does.)
+    axes = point_columns(runs, axes)
     if not axes:
         runs = runs.assign(_all="all")
         axes = ["_all"]

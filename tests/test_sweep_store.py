@@ -47,6 +47,7 @@ FIXED_TYPES = {
     "package_version": pa.string(),
     "seed": pa.int64(),
     "replicate": pa.int64(),
+    "trace_digest": pa.string(),
     "host": pa.string(),
     "written_at": pa.timestamp("us", tz="UTC"),
 }
