@@ -544,10 +544,13 @@ def _tuning_figures(root: Path, folder: Path, config: Mapping[str, Any], ok: pd.
             metrics = [c for c in trials.columns if f"spread.{c}" in trials.columns]
             # The baseline from the stored runs when they are this study's; else the tuner's trial 0.
             given = baseline if name == study_name and baseline else None
-            for kind, path in write_tuning_plots(study, metrics, folder / f"tuning_{_slug(name)}", baseline=given).items():
+            written = write_tuning_plots(study, metrics, folder / f"tuning_{_slug(name)}", baseline=given)
+            for kind, path in written.items():
                 caption = f"study {name}: {kind.replace('_', ' ')}"
                 if kind.startswith("history"):
-                    caption += " (each trial's mean over seeds with its standard deviation; dashed: the default parameters)"
+                    caption += (
+                        " (each trial's mean over seeds with its standard deviation; dashed: the default parameters)"
+                    )
                 out.append(("Tuning", caption, path))
     return out
 

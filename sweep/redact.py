@@ -14,9 +14,10 @@ __all__ = ["redact", "MASK"]
 MASK = "***"
 
 # The password of ``scheme://user:password@host``: everything from the first colon after the
-# user name to the last ``@`` before the host (a password typed with a raw ``@`` or ``:`` in it
-# is still hidden whole). A URL ends at white space or a quote, as it does in a message.
-_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s'\"]*:)[^/\s'\"]*@")
+# user name to the last ``@`` of the URL (a password typed with a raw ``@``, ``:`` or ``/`` in
+# it is still hidden whole; an ``@`` further on hides more, never less). A URL ends at white
+# space or a quote, as it does in a message.
+_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s'\"]*:)[^\s'\"]*@")
 # A password given as a query parameter (``?password=...``, libpq and MySQL drivers take it).
 _QUERY = re.compile(r"(?P<head>[?&;](?:password|passwd|pwd)=)[^&;#\s'\"]*", re.IGNORECASE)
 

@@ -20,7 +20,15 @@ from typing import Any, Iterator
 from ..core.errors import TiersweepError, first_line
 from .redact import redact
 
-__all__ = ["storage_url", "default_storage_url", "storage_file", "make_storage", "storage_errors", "storage_problem", "START_OVER"]
+__all__ = [
+    "storage_url",
+    "default_storage_url",
+    "storage_file",
+    "make_storage",
+    "storage_errors",
+    "storage_problem",
+    "START_OVER",
+]
 
 #: How to start a study over when its storage is lost (its cells stay in the results folder).
 START_OVER = "run `tiersweep tune` again to start the study over (the cells already stored are reused, not recomputed)"
@@ -171,11 +179,15 @@ def storage_problem(url: str, error: BaseException) -> tuple[str, str] | None:
         "deleted": f"{where} was deleted while in use: {START_OVER}",
         "damaged": f"{where} is damaged ({reason}): restore it from a backup, or delete it and {START_OVER}",
         "full": f"{where}: the disk is full ({reason}): free some space and {resumes}",
-        "io": f"{where} cannot be written or read ({reason}: the disk is full or failing, or the file is past a size limit): "
-        f"fix that and {resumes}",
+        "io": f"{where} cannot be written or read ({reason}: the disk is full or failing, or the file is past a "
+        f"size limit): fix that and {resumes}",
         "readonly": f"{where} cannot be written ({reason}): make it and its folder writable and {resumes}",
         "locked": f"{where} is locked by another process ({reason}): let it finish and {resumes}",
         "failed": f"{where} failed ({type(cause).__name__}: {reason}): "
-        + (f"check the server and {resumes}" if path is None else f"restore it from a backup, or delete it and {START_OVER}"),
+        + (
+            f"check the server and {resumes}"
+            if path is None
+            else f"restore it from a backup, or delete it and {START_OVER}"
+        ),
     }
     return kind, redact(messages[kind])

@@ -357,7 +357,9 @@ def _run_study(
                 if state.pending and runner.busy:
                     runner.step()
             baseline_cells = state.cells(defaults)
-            runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
+            runner.submit(
+                [c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted]
+            )
             while runner.busy:
                 runner.step()
     finally:
@@ -366,12 +368,16 @@ def _run_study(
     values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
     baseline = {}
     for i, (metric, _) in enumerate(config.objectives):
-        samples = [float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"]
+        samples = [
+            float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"
+        ]
         mean = values[i] if values is not None else math.nan
         baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     best = (study.best_trials if len(config.directions) > 1 else [study.best_trial]) if complete else []
-    return TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root, storage=url, notes=runner.notes)
+    return TuneOutcome(
+        study, best, baseline, defaults, runner.computed, state.reused, root, storage=url, notes=runner.notes
+    )
 
 
 #: The trial attribute naming the tuner process that runs it: ``host:pid:start time``.
@@ -422,7 +428,8 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     path = folder / "trials.parquet"
     tmp = folder / f".trials.parquet.tmp-{os.getpid()}"
     table = pa.Table.from_pylist(rows)
-    table = table.replace_schema_metadata({b"tiersweep.config": json.dumps(_shown_config(config), sort_keys=True).encode()})
+    shown = json.dumps(_shown_config(config), sort_keys=True).encode()
+    table = table.replace_schema_metadata({b"tiersweep.config": shown})
     pq.write_table(table, tmp)
     os.replace(tmp, path)
     return path

@@ -325,7 +325,8 @@ def _check_float_ranges(config: TuneConfig) -> None:
             try:
                 trial_spec(config, {param.key: value}, variant, config.seeds[0])
             except SpecError as error:
-                end = flatten(trial_spec(config, {param.key: param.low}, variant, config.seeds[0])).get(canonical_key(param.key))
+                end_spec = trial_spec(config, {param.key: param.low}, variant, config.seeds[0])
+                end = flatten(end_spec).get(canonical_key(param.key))
                 if isinstance(end, int) and not isinstance(end, bool):
                     raise SpecError(
                         f"params.{param.key}: {param.key} takes whole numbers, and a float range proposes values "
