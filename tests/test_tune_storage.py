@@ -47,7 +47,11 @@ def tiny_raw(name: str = "tiny", **changes: Any) -> dict[str, Any]:
     """The tiny tuning config, 3 trials, with top-level keys replaced by ``changes``."""
     raw: dict[str, Any] = {
         "name": name,
-        "base": {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
+        "base": {
+            "workload": {"model": "jann97", "jobs": 300},
+            "platform": {"nodes": 64, "tiers": 2},
+            "policy": {"name": "amcbf"},
+        },
         "params": {BG: {"low": 0.5, "high": 1.0}},
         "objective": {"mean_bsld": "minimize"},
         "seeds": 2,
@@ -58,7 +62,9 @@ def tiny_raw(name: str = "tiny", **changes: Any) -> dict[str, Any]:
     return raw
 
 
-def cli(*args: str, preexec_fn: Any = None, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, preexec_fn: Any = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """``tiersweep ARGS`` in a child process, serial backend where it tunes."""
     return subprocess.run(
         [sys.executable, "-m", "tiersweep", *args],
@@ -145,7 +151,10 @@ DAMAGE = {"truncated": _truncate, "random bytes": _garbage, "one random page": _
 def test_a_damaged_storage_is_one_line_naming_the_file_and_the_recovery(study_copy, capsys, damage):
     db = study_copy / "tiny" / "study.db"
     damage(db)
-    expected = (f"study storage {db.resolve()} is damaged (", f"restore it from a backup, or delete it and {START_OVER}")
+    expected = (
+        f"study storage {db.resolve()} is damaged (",
+        f"restore it from a backup, or delete it and {START_OVER}",
+    )
     assert_fails_with(cli(*tune_args(study_copy, "--trials", "5")), *expected)
     # The report reads the study for its plots: the same line, and no page.
     assert main(["report", str(study_copy / "tiny")]) == 2
@@ -182,7 +191,8 @@ def test_a_storage_deleted_while_the_tuner_runs(study_copy):
     done = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     assert_fails_with(done, f"study storage {(root / 'study.db').resolve()} was deleted while in use: {START_OVER}")
     # A report of the folder cannot draw the study its trials table lists.
-    line = assert_fails_with(cli("report", str(root)), f"study storage {root / 'study.db'} is missing, while {root / 'trials'} lists")
+    missing = f"study storage {root / 'study.db'} is missing, while {root / 'trials'} lists"
+    line = assert_fails_with(cli("report", str(root)), missing)
     assert START_OVER in line and f"or delete {root / 'trials'} to report without it" in line
     assert not (root / "report" / "index.html").exists()
 
@@ -194,7 +204,8 @@ def tiny_disk(tmp_path):
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
+    command = ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)]
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -212,11 +223,16 @@ def test_a_full_disk_is_one_line_and_the_study_resumes_after(study_copy, tiny_di
     filler.write_bytes(b"\0" * (256 * 1024 - db.stat().st_size - 12 * 1024))  # room for a few trials
     url = f"sqlite:///{db}"
     done = cli(*tune_args(study_copy, "--trials", "300", "--storage", url))
-    assert_fails_with(done, f"study storage {db}: the disk is full (database or disk is full): free some space and run the same command again")
+    assert_fails_with(
+        done,
+        f"study storage {db}: the disk is full (database or disk is full): "
+        "free some space and run the same command again",
+    )
     stopped = trial_states(url)
     assert stopped == ["COMPLETE"] * len(stopped) and len(stopped) >= 3  # its file still reads whole
     filler.unlink()
-    resumed = run_tuning(load_tune_config(study_copy / "tune.yaml"), study_copy, backend="serial", progress=False, trials=len(stopped) + 1, storage=url)
+    config = load_tune_config(study_copy / "tune.yaml")
+    resumed = run_tuning(config, study_copy, backend="serial", progress=False, trials=len(stopped) + 1, storage=url)
     assert [t.state.name for t in resumed.study.trials] == ["COMPLETE"] * (len(stopped) + 1)
 
 
@@ -229,7 +245,9 @@ def test_a_file_size_limit_is_one_line(study_copy):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     done = cli(*tune_args(study_copy, "--trials", "300"), preexec_fn=limited)
-    assert_fails_with(done, f"study storage {db.resolve()} cannot be written or read (disk I/O error", "run the same command again")
+    assert_fails_with(
+        done, f"study storage {db.resolve()} cannot be written or read (disk I/O error", "run the same command again"
+    )
 
 
 # -- the search space -----------------------------------------------------------------------------
@@ -261,7 +279,11 @@ def test_a_float_range_on_an_integer_key_is_refused_before_the_study_starts(tmp_
 #: proposing one tier and AMCBF is an invalid spec that no range end shows.
 COMBO = tiny_raw(
     "combo",
-    base={"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "easy"}},
+    base={
+        "workload": {"model": "jann97", "jobs": 300},
+        "platform": {"nodes": 64, "tiers": 2},
+        "policy": {"name": "easy"},
+    },
     params={"platform.tiers": {"choices": [1, 2]}, "policy.name": {"choices": ["easy", "amcbf"]}},
     seeds=1,
     trials=8,
@@ -332,20 +354,24 @@ def test_a_study_left_with_an_invalid_running_trial_recovers(tmp_path):
 )
 def test_a_storage_password_is_never_printed(tmp_path, capsys, url, shown):
     config = write_yaml(tmp_path / "tune.yaml", tiny_raw())
-    assert main(["tune", str(config), "--out", str(tmp_path / "out"), "--backend", "serial", "--no-plots", "--storage", url]) == 2
+    args = ["tune", str(config), "--out", str(tmp_path / "out"), "--backend", "serial", "--no-plots", "--storage", url]
+    assert main(args) == 2
     captured = capsys.readouterr()
     assert SECRET not in captured.out + captured.err
-    assert error_line(captured.err).startswith(f"tiersweep: error: storage {shown!r}: cannot open this Optuna storage (")
+    line = error_line(captured.err)
+    assert line.startswith(f"tiersweep: error: storage {shown!r}: cannot open this Optuna storage (")
 
 
 def test_a_configured_storage_password_is_in_no_output_and_no_file(tmp_path, capsys):
     # The config names a server (with its password); --storage runs the study in a local file.
     server = f"postgresql://tuner:{SECRET}@127.0.0.1:9/studies"
-    text = f"# shared study: {server}\n" + write_yaml(tmp_path / "x.yaml", tiny_raw(study={"storage": server})).read_text()
+    raw_text = write_yaml(tmp_path / "x.yaml", tiny_raw(study={"storage": server})).read_text()
+    text = f"# shared study: {server}\n" + raw_text
     (tmp_path / "tune.yaml").write_text(text)
     out = tmp_path / "out"
     local = f"sqlite:///{tmp_path / 'local.db'}"
-    assert main(["tune", str(tmp_path / "tune.yaml"), "--out", str(out), "--backend", "serial", "--storage", local]) == 0
+    args = ["tune", str(tmp_path / "tune.yaml"), "--out", str(out), "--backend", "serial", "--storage", local]
+    assert main(args) == 0
     assert main(["report", str(out / "tiny")]) == 0
     captured = capsys.readouterr()
     assert SECRET not in captured.out + captured.err
@@ -359,17 +385,21 @@ def test_a_configured_storage_password_is_in_no_output_and_no_file(tmp_path, cap
 def test_a_ray_address_password_is_never_printed(tmp_path):
     config = write_yaml(tmp_path / "tune.yaml", tiny_raw())
     address = f"ray://user:{SECRET}@127.0.0.1:9"
-    done = cli("tune", str(config), "--out", str(tmp_path / "out"), "--backend", "ray", "--no-plots", "--address", address)
+    out = str(tmp_path / "out")
+    done = cli("tune", str(config), "--out", out, "--backend", "ray", "--no-plots", "--address", address)
     assert SECRET not in done.stdout + done.stderr
     assert_fails_with(done, "--address ray://user:***@127.0.0.1:9: no Ray cluster answers there")
     # The same address from the environment, to a sweep.
-    sweep = write_yaml(tmp_path / "sweep.yaml", {"name": "s", "base": tiny_raw()["base"], "grid": {"workload.load": [0.5]}})
-    done = cli("sweep", str(sweep), "--out", str(tmp_path / "out"), "--backend", "ray", env={**os.environ, "RAY_ADDRESS": address})
+    sweep_raw = {"name": "s", "base": tiny_raw()["base"], "grid": {"workload.load": [0.5]}}
+    sweep = write_yaml(tmp_path / "sweep.yaml", sweep_raw)
+    done = cli("sweep", str(sweep), "--out", out, "--backend", "ray", env={**os.environ, "RAY_ADDRESS": address})
     assert SECRET not in done.stdout + done.stderr
     assert_fails_with(done, "ray://user:***@127.0.0.1:9: no Ray cluster answers there")
 
 
-_URL_TEXT = st.text(st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="'\""), min_size=1, max_size=20)
+_URL_TEXT = st.text(
+    st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="'\""), min_size=1, max_size=20
+)
 
 
 @settings(max_examples=60, deadline=None)
