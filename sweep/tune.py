@@ -5,9 +5,10 @@ cells through a :class:`CellRunner` on any backend, several trials in flight at 
 through the same Parquet store, so a cell already computed (by this study, an earlier run of
 it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
 trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
-ids are kept as trial attributes. A trial with a failed cell is told as failed and the study
-goes on. The study lives in an Optuna storage (an SQLite file next to the results by default,
-or any storage URL, ``journal:PATH`` for a journal file); re-running continues it.
+ids are kept as trial attributes. A trial with a failed cell, or whose values make an invalid
+spec, is told as failed (with the error) and the study goes on. The study lives in an Optuna
+storage (an SQLite file next to the results by default, or any storage URL, ``journal:PATH``
+for a journal file: see :mod:`~tiersweep.sweep.study_storage`); re-running continues it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.errors import SpecError, TiersweepError, first_line
+from ..core.errors import SpecError, TiersweepError
 from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
