@@ -551,28 +551,50 @@ def _tuning_baseline(config: Mapping[str, Any], ok: pd.DataFrame) -> tuple[str |
 
 
 def _tuning_figures(root: Path, folder: Path, config: Mapping[str, Any], ok: pd.DataFrame) -> list[tuple[str, str, Path]]:
+    """The plots of the tuning studies in ``ROOT/study.db`` (none for a folder without trials,
+    or whose study the tuner kept in another storage).
+
+    Raises:
+        TiersweepError: ``ROOT/study.db`` is damaged (see
+            :func:`~tiersweep.sweep.study_storage.storage_errors`), or missing while
+            ``ROOT/trials`` lists trials of its study; one line naming it and the recovery.
+    """
+    from ..sweep.study_storage import START_OVER, default_storage_url, make_storage, storage_errors
+
     study_db = root / "study.db"
     trials = load(root, "trials")
-    if not study_db.exists() or trials.empty:
+    if trials.empty:
         return []
+    if not study_db.exists():
+        if read_manifest(root).get("storage"):
+            return []  # the study is on a server or in a file the tuner was given
+        raise TiersweepError(
+            f"study storage {study_db} is missing, while {root / 'trials'} lists {len(trials)} trials of its study: "
+            f"restore it from a backup, {START_OVER}, or delete {root / 'trials'} to report without it"
+        )
     import optuna
 
     from .tune_plots import write_tuning_plots
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = f"sqlite:///{study_db.resolve()}"
+    url = default_storage_url(root)
     study_name, baseline = _tuning_baseline(config, ok)
     out = []
-    for name in optuna.get_all_study_names(storage):
-        study = optuna.load_study(study_name=name, storage=storage)
-        metrics = [c for c in trials.columns if f"spread.{c}" in trials.columns]
-        # The baseline from the stored runs when they are this study's; else the tuner's trial 0.
-        given = baseline if name == study_name and baseline else None
-        for kind, path in write_tuning_plots(study, metrics, folder / f"tuning_{_slug(name)}", baseline=given).items():
-            caption = f"study {name}: {kind.replace('_', ' ')}"
-            if kind.startswith("history"):
-                caption += " (each trial's mean over seeds with its standard deviation; dashed: the default parameters)"
-            out.append(("Tuning", caption, path))
+    with storage_errors(url):
+        storage = make_storage(url)
+        for name in optuna.get_all_study_names(storage):
+            study = optuna.load_study(study_name=name, storage=storage)
+            metrics = [c for c in trials.columns if f"spread.{c}" in trials.columns]
+            # The baseline from the stored runs when they are this study's; else the tuner's trial 0.
+            given = baseline if name == study_name and baseline else None
+            written = write_tuning_plots(study, metrics, folder / f"tuning_{_slug(name)}", baseline=given)
+            for kind, path in written.items():
+                caption = f"study {name}: {kind.replace('_', ' ')}"
+                if kind.startswith("history"):
+                    caption += (
+                        " (each trial's mean over seeds with its standard deviation; dashed: the default parameters)"
+                    )
+                out.append(("Tuning", caption, path))
     return out
 
 

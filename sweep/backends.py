@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
+from .redact import redact
 from .reaper import descendants, start_reaper
 
 __all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
@@ -273,15 +274,17 @@ class RayBackend(Backend):
             try:
                 with _RayNotes() as notes:
                     ray.init(**options)
-                self.notes.extend(notes.messages)
+                self.notes.extend(redact(message) for message in notes.messages)
             except ConnectionError as error:
                 raise TiersweepError(
-                    f"--address {address}: cannot connect to a Ray cluster there ({error}). If the "
-                    "cluster uses token authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
-                    "(or RAY_AUTH_TOKEN_PATH) to its token (`ray get-auth-token` on the head node)."
+                    redact(
+                        f"--address {address}: cannot connect to a Ray cluster there ({error}). If the "
+                        "cluster uses token authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+                        "(or RAY_AUTH_TOKEN_PATH) to its token (`ray get-auth-token` on the head node)."
+                    )
                 ) from None
             except ValueError as error:  # an address Ray cannot use (ray:// without Ray Client)
-                raise TiersweepError(f"--address {address}: {error}") from None
+                raise TiersweepError(redact(f"--address {address}: {error}")) from None
             finally:
                 if on_sigterm is not None:
                     signal.signal(signal.SIGTERM, on_sigterm)
@@ -391,7 +394,7 @@ def _check_reachable(address: str) -> None:
     try:
         host, port = parts.hostname, parts.port
     except ValueError:  # a port that is not a number
-        raise TiersweepError(f"--address {address}: expected host:port, ray://host:port or auto") from None
+        raise TiersweepError(redact(f"--address {address}: expected host:port, ray://host:port or auto")) from None
     if not host or port is None:
         return
     try:
@@ -399,8 +402,10 @@ def _check_reachable(address: str) -> None:
     except OSError as error:
         reason = error.strerror or str(error) or type(error).__name__
         raise TiersweepError(
-            f"--address {address}: no Ray cluster answers there ({reason}); start one with `ray start --head` "
-            f"or give its address (host:port of the head node)"
+            redact(
+                f"--address {address}: no Ray cluster answers there ({reason}); start one with `ray start --head` "
+                f"or give its address (host:port of the head node)"
+            )
         ) from None
 
 

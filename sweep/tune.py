@@ -5,9 +5,10 @@ cells through a :class:`CellRunner` on any backend, several trials in flight at 
 through the same Parquet store, so a cell already computed (by this study, an earlier run of
 it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
 trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
-ids are kept as trial attributes. A trial with a failed cell is told as failed and the study
-goes on. The study lives in an Optuna storage (an SQLite file next to the results by default,
-or any storage URL, ``journal:PATH`` for a journal file); re-running continues it.
+ids are kept as trial attributes. A trial with a failed cell, or whose values make an invalid
+spec, is told as failed (with the error) and the study goes on. The study lives in an Optuna
+storage (an SQLite file next to the results by default, or any storage URL, ``journal:PATH``
+for a journal file: see :mod:`~tiersweep.sweep.study_storage`); re-running continues it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.errors import SpecError, TiersweepError, first_line
+from ..core.errors import SpecError, TiersweepError
 from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
@@ -29,7 +30,9 @@ from .driver import result_columns
 from .folder_lock import FolderLock
 from .reaper import start_time
 from .runner import CellRunner
+from .redact import redact
 from .store import Store, read_table, spec_column_types
+from .study_storage import default_storage_url, make_storage, storage_errors, storage_url
 from .tune_config import TuneConfig, _corners, trial_spec
 
 __all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage"]
@@ -46,6 +49,7 @@ class TuneOutcome:
             over the same seeds and variants.
         computed: Cells computed by this run; reused: cells taken from the store.
         root: The results folder.
+        storage: The study's storage URL.
     """
 
     study: Any
@@ -55,42 +59,10 @@ class TuneOutcome:
     computed: int
     reused: int
     root: Path
+    storage: str = ""
     files: dict[str, Path] = field(default_factory=dict)
     #: Notices of the backend's start-up, for the closing summary (Ray's token notice).
     notes: list[str] = field(default_factory=list)
-
-
-def storage_url(config: TuneConfig, root: Path, override: str | None = None) -> str:
-    """The study's storage: ``override``, the config's, or ``sqlite:///ROOT/study.db``."""
-    url = override or config.storage
-    return url or f"sqlite:///{(root / 'study.db').resolve()}"
-
-
-def make_storage(url: str) -> Any:
-    """The Optuna storage at ``url`` (``journal:PATH`` for a journal file), opened.
-
-    Raises:
-        TiersweepError: The storage cannot be opened (an unknown scheme, a missing database
-            driver, a folder that does not exist, a server that does not answer): one line
-            naming the URL and the cause.
-    """
-    import optuna
-
-    try:
-        if url.startswith("journal:"):
-            from optuna.storages import JournalStorage
-            from optuna.storages.journal import JournalFileBackend
-
-            return JournalStorage(JournalFileBackend(url[len("journal:") :]))
-        return optuna.storages.RDBStorage(url)
-    # A URL reaches SQLAlchemy, a database driver and the network: what fails there is the
-    # user's URL or server, not a bug, and the exception types come from whichever driver the
-    # URL names, so everything is reported as one line.
-    except Exception as error:  # noqa: BLE001
-        raise TiersweepError(
-            f"storage {url!r}: cannot open this Optuna storage ({type(error).__name__}: {first_line(error)}); expected "
-            f"sqlite:///PATH, postgresql://USER@HOST/DB, mysql://USER@HOST/DB or journal:PATH"
-        ) from None
 
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
@@ -208,15 +180,30 @@ def _in_space(config: TuneConfig, values: Mapping[str, Any]) -> bool:
     return True
 
 
-def _prepare_store(store: Store, config: TuneConfig) -> None:
+def _prepare_store(store: Store, config: TuneConfig, url: str) -> None:
+    """Fix the store's schemas for every trial the space can produce and record the config,
+    where it came from and the study's storage in the manifest: None for the folder's own
+    ``study.db``, else the URL (passwords hidden: results folders and reports are shared, the
+    database credentials are not)."""
     specs, flat = [], []
     for values in _corners(config.params):
         for variant in config.variants:
             spec = trial_spec(config, values, variant, config.seeds[0])
             specs.append(spec)
             flat.append({k: v for k, v in flatten(spec).items() if k != "seed"})
-    source = {"config_text": config.source_text, "overrides": list(config.overrides)}
-    store.prepare(config.raw, spec_column_types(flat), *result_columns(specs), source=source)
+    text = None if config.source_text is None else redact(config.source_text)
+    storage = None if url == default_storage_url(store.root) else redact(url)
+    source = {"config_text": text, "overrides": [redact(o) for o in config.overrides], "storage": storage}
+    store.prepare(_shown_config(config), spec_column_types(flat), *result_columns(specs), source=source)
+
+
+def _shown_config(config: TuneConfig) -> dict[str, Any]:
+    """The raw config as results files record it: its storage URL's password hidden."""
+    raw = dict(config.raw)
+    study = raw.get("study")
+    if isinstance(study, Mapping) and isinstance(study.get("storage"), str):
+        raw["study"] = {**study, "storage": redact(study["storage"])}
+    return raw
 
 
 def run_tuning(
@@ -233,7 +220,12 @@ def run_tuning(
 
     One tuner per results folder (a second one is refused, naming the first: see
     :mod:`tiersweep.sweep.folder_lock`); a trial another live tuner is running (one that
-    shares the study's storage from another folder) is left to it.
+    shares the study's storage from another folder) is left to it. A trial whose parameters
+    make an invalid spec is told as failed, with the error, and the study goes on.
+
+    Raises:
+        TiersweepError: The storage cannot be opened, or fails while the study runs (deleted,
+            damaged, a full disk: see :func:`~tiersweep.sweep.study_storage.storage_errors`).
     """
     if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
         raise SpecError(f"trials: expected a positive number of finished trials to reach, got {trials!r}")
@@ -243,96 +235,150 @@ def run_tuning(
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         url = storage_url(config, root, storage)
-        directions = config.directions
         storage_object = make_storage(url)
+        with storage_errors(url):
+            study = _open_study(config, url, storage_object)
+            outcome = _run_study(study, config, root, url, backend, address, trials, progress)
+            outcome.files["trials"] = write_trials(study, config, root)
+            return outcome
+
+
+def _open_study(config: TuneConfig, url: str, storage: Any) -> Any:
+    """The config's study in ``storage`` (created when new), with a sampler that does not
+    repeat the proposals of the trials it already has."""
+    import optuna
+
+    directions = config.directions
+    try:
+        existing = 0
         try:
-            existing = 0
-            try:
-                existing = len(optuna.load_study(study_name=config.study_name, storage=storage_object).trials)
-            except KeyError:
-                pass  # a new study
-            study = optuna.create_study(
-                study_name=config.study_name,
-                storage=storage_object,
-                sampler=_sampler(config, existing),
-                directions=directions,
-                load_if_exists=True,
-            )
-        except ValueError as error:
-            raise TiersweepError(f"study {config.study_name!r} in {url}: {error}") from None
-        if [d.name.lower() for d in study.directions] != directions:
-            raise TiersweepError(
+            existing = len(optuna.load_study(study_name=config.study_name, storage=storage).trials)
+        except KeyError:
+            pass  # a new study
+        study = optuna.create_study(
+            study_name=config.study_name,
+            storage=storage,
+            sampler=_sampler(config, existing),
+            directions=directions,
+            load_if_exists=True,
+        )
+    except ValueError as error:
+        raise TiersweepError(redact(f"study {config.study_name!r} in {url}: {error}")) from None
+    if [d.name.lower() for d in study.directions] != directions:
+        raise TiersweepError(
+            redact(
                 f"study {config.study_name!r} in {url} optimises {[d.name.lower() for d in study.directions]}, "
                 f"this config {directions}: use another study name"
             )
-        store = Store(root)
-        _prepare_store(store, config)  # only once the study is known to fit the config
-        known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
-        target = config.trials if trials is None else trials
-        if config.sampler == "grid":
-            target = min(target, _grid_size(config))
-        distributions = {p.key: p.distribution() for p in config.params}
-        defaults = _defaults(config)
-        if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
-            study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
-        state = _Trials(config, known)
-        runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
-        finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
-        done = sum(t.state in finished_states for t in study.trials)
-        # Trials left running by an interrupted run are evaluated now, under their own numbers;
-        # only those whose tuner is gone (another live tuner is still running its own).
-        owner = _owner()
-        for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            if not _owner_gone(frozen.user_attrs.get(OWNER)):
-                continue
+        )
+    return study
+
+
+def _run_study(
+    study: Any,
+    config: TuneConfig,
+    root: Path,
+    url: str,
+    backend: str,
+    address: str | None,
+    trials: int | None,
+    progress: bool,
+) -> TuneOutcome:
+    """Run trials of ``study`` until it has ``trials`` finished ones (see :func:`run_tuning`)."""
+    import optuna
+
+    store = Store(root)
+    _prepare_store(store, config, url)  # only once the study is known to fit the config
+    known = {row["cell_id"]: row for row in read_table(root / "runs").to_pylist()}
+    target = config.trials if trials is None else trials
+    if config.sampler == "grid":
+        target = min(target, _grid_size(config))
+    distributions = {p.key: p.distribution() for p in config.params}
+    defaults = _defaults(config)
+    if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
+        study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
+    state = _Trials(config, known)
+    runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
+    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    done = sum(t.state in finished_states for t in study.trials)
+    bar = None
+
+    def told() -> None:
+        nonlocal done
+        done += 1
+        if bar is not None:
+            bar.update(1)
+
+    def submit(trial: Any, params: Mapping[str, Any]) -> None:
+        """Submit the trial's cells; a trial whose values make an invalid spec fails now, so
+        that no later run resumes it (it would fail the same way, first, every time)."""
+        try:
+            cells = state.cells(params)
+        except SpecError as error:
+            trial.set_user_attr("error", str(error))
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            told()
+            return
+        runner.submit(state.add(trial, cells))
+
+    # Trials left running by an interrupted run are evaluated now, under their own numbers;
+    # only those whose tuner is gone (another live tuner is still running its own).
+    owner = _owner()
+    left = [
+        frozen
+        for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        if _owner_gone(frozen.user_attrs.get(OWNER))
+    ]
+    parallel = config.parallel
+    if progress and target > done:
+        from tqdm import tqdm
+
+        bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
+    try:
+        for frozen in left:
             trial = optuna.trial.Trial(study, frozen._trial_id)
             trial.set_user_attr(OWNER, owner)
-            runner.submit(state.add(trial, state.cells(frozen.params)))
-        parallel = config.parallel
-        bar = None
-        if progress and target > done:
-            from tqdm import tqdm
-
-            bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
-        try:
-            with runner:
-                while done + len(state.pending) < target or state.pending:
-                    limit = parallel or (runner.workers if backend != "serial" else 1)
-                    while done + len(state.pending) < target and len(state.pending) < limit:
-                        trial = study.ask(distributions)
-                        trial.set_user_attr(OWNER, owner)
-                        runner.submit(state.add(trial, state.cells(trial.params)))
-                    for trial, rows in state.ready():
-                        values, attrs = _evaluate(config, rows)
-                        for key, value in attrs.items():
-                            trial.set_user_attr(key, value)
-                        if values is None:
-                            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                        else:
-                            study.tell(trial, values if len(values) > 1 else values[0])
-                        done += 1
-                        if bar is not None:
-                            bar.update(1)
-                    if state.pending and runner.busy:
-                        runner.step()
-                baseline_cells = state.cells(defaults)
-                runner.submit([c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted])
-                while runner.busy:
+            submit(trial, frozen.params)
+        with runner:
+            while done + len(state.pending) < target or state.pending:
+                limit = parallel or (runner.workers if backend != "serial" else 1)
+                while done + len(state.pending) < target and len(state.pending) < limit:
+                    trial = study.ask(distributions)
+                    trial.set_user_attr(OWNER, owner)
+                    submit(trial, trial.params)
+                for trial, rows in state.ready():
+                    values, attrs = _evaluate(config, rows)
+                    for key, value in attrs.items():
+                        trial.set_user_attr(key, value)
+                    if values is None:
+                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    else:
+                        study.tell(trial, values if len(values) > 1 else values[0])
+                    told()
+                if state.pending and runner.busy:
                     runner.step()
-        finally:
-            if bar is not None:
-                bar.close()
-        values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
-        baseline = {}
-        for i, (metric, _) in enumerate(config.objectives):
-            samples = [float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"]
-            mean = values[i] if values is not None else math.nan
-            baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
-        complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        best = (study.best_trials if len(directions) > 1 else [study.best_trial]) if complete else []
-        outcome = TuneOutcome(study, best, baseline, defaults, runner.computed, state.reused, root, notes=runner.notes)
-        outcome.files["trials"] = write_trials(study, config, root)
-        return outcome
+            baseline_cells = state.cells(defaults)
+            runner.submit(
+                [c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted]
+            )
+            while runner.busy:
+                runner.step()
+    finally:
+        if bar is not None:
+            bar.close()
+    values, _ = _evaluate(config, [state.known[c.cell_id] for c in baseline_cells])
+    baseline = {}
+    for i, (metric, _) in enumerate(config.objectives):
+        samples = [
+            float(state.known[c.cell_id][metric]) for c in baseline_cells if state.known[c.cell_id]["status"] == "ok"
+        ]
+        mean = values[i] if values is not None else math.nan
+        baseline[metric] = (mean, statistics.pstdev(samples) if len(samples) > 1 else 0.0)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    best = (study.best_trials if len(config.directions) > 1 else [study.best_trial]) if complete else []
+    return TuneOutcome(
+        study, best, baseline, defaults, runner.computed, state.reused, root, storage=url, notes=runner.notes
+    )
 
 
 #: The trial attribute naming the tuner process that runs it: ``host:pid:start time``.
@@ -383,7 +429,8 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     path = folder / "trials.parquet"
     tmp = folder / f".trials.parquet.tmp-{os.getpid()}"
     table = pa.Table.from_pylist(rows)
-    table = table.replace_schema_metadata({b"tiersweep.config": json.dumps(config.raw, sort_keys=True).encode()})
+    shown = json.dumps(_shown_config(config), sort_keys=True).encode()
+    table = table.replace_schema_metadata({b"tiersweep.config": shown})
     pq.write_table(table, tmp)
     os.replace(tmp, path)
     return path

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .study_storage import storage_errors
 from .tune import run_tuning
 from .tune_config import load_tune_config
 
@@ -60,6 +61,13 @@ def tune_command(
     """
     config = load_tune_config(config_path, overrides)
     outcome = run_tuning(config, out, backend=backend, address=address, trials=trials, storage=storage)
+    with storage_errors(outcome.storage):  # (the study reads its storage for what is printed and plotted)
+        _print_outcome(outcome, config, plots)
+    return 0
+
+
+def _print_outcome(outcome: Any, config: Any, plots: Callable[[Any, list[str], Path], dict[str, Path]] | None) -> None:
+    """Print the result table, the study's summary and the files written."""
     study = outcome.study
     states: dict[str, int] = {}
     for trial in study.trials:
@@ -77,4 +85,3 @@ def tune_command(
         written = plots(study, [m for m, _ in config.objectives], outcome.root / "plots")
         if written:
             print(f"plots: {', '.join(str(p) for p in written.values())}")
-    return 0

@@ -294,12 +294,45 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     specs = [trial_spec(config, values, variant, config.seeds[0]) for values in _corners(params) for variant in config.variants]
     from .driver import result_columns  # (lazy: the driver imports this module's users)
 
+    _check_float_ranges(config)
     known = result_columns(specs)[0]
     for metric, _ in objectives:
         if metric not in known or metric.startswith("report.") or metric == "span_start_time":
             valid = sorted(m for m in known if not m.startswith("report.") and m != "span_start_time")
             raise SpecError(f"objective.{metric}: unknown metric; valid metrics for these runs: {', '.join(valid)}")
     return config
+
+
+def _fractional_inside(param: Param) -> float:
+    """A value strictly inside a float range, with a fractional part (every range has one)."""
+    middle = (param.low + param.high) / 2
+    if middle != int(middle):
+        return middle
+    return middle + min(0.5, (param.high - param.low) / 4)
+
+
+def _check_float_ranges(config: TuneConfig) -> None:
+    """Refuse a float range whose inside values the spec rejects, before any trial runs: its
+    ends (checked with the corners) may be whole numbers that an integer key such as
+    ``platform.tiers`` takes, while the values a sampler proposes between them are not."""
+    from .cells import flatten  # (lazy, as result_columns: the cell helpers import the specs')
+
+    for param in config.params:
+        if param.kind != "float":
+            continue
+        value = _fractional_inside(param)
+        for variant in config.variants:
+            try:
+                trial_spec(config, {param.key: value}, variant, config.seeds[0])
+            except SpecError as error:
+                end_spec = trial_spec(config, {param.key: param.low}, variant, config.seeds[0])
+                end = flatten(end_spec).get(canonical_key(param.key))
+                if isinstance(end, int) and not isinstance(end, bool):
+                    raise SpecError(
+                        f"params.{param.key}: {param.key} takes whole numbers, and a float range proposes values "
+                        f"such as {value:g}; give the range as {{low: {param.low:g}, high: {param.high:g}, type: int}}"
+                    ) from None
+                raise SpecError(f"params.{param.key}: values inside the range are refused: {error}") from None
 
 
 def _corners(params: list[Param]) -> list[dict[str, Any]]:
