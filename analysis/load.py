@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.spec import KEY_ALIASES
-from ..sweep.store import unreadable_part
+from ..sweep.store import live_parts, run_keys, unreadable_part, write_order
 
 __all__ = ["load", "find_results", "TABLES", "MixedCodeWarning", "NoResultsError"]
 
@@ -33,8 +33,7 @@ TABLES = ("runs", "jobs", "segments", "trials")
 
 
 def _read_folder(folder: Path) -> pd.DataFrame:
-    files = sorted(folder.glob("*.parquet"))
-    files = [f for f in files if not f.name.startswith(".")]
+    files = [Path(f) for f in live_parts(folder, "*.parquet")]  # (not those a compaction replaced)
     if not files:
         return pd.DataFrame()
     try:
@@ -149,20 +148,20 @@ def load(path: str | Path, table: str = "runs", *, code_digest: str | None = Non
     runs = _latest_runs(_read_folder(root / "runs"), code_digest, root, quiet=True)
     if runs.empty or "written_at" not in runs.columns:
         return frame.reset_index(drop=True)
-    keep = frame.merge(runs[["cell_id", "written_at"]], on=["cell_id", "written_at"], how="inner")
-    return keep.reset_index(drop=True)
+    claimed = set(run_keys(runs))
+    return frame[[key in claimed for key in run_keys(frame)]].reset_index(drop=True)
 
 
 def _latest_runs(frame: pd.DataFrame, code_digest: str | None, root: Path, quiet: bool = False) -> pd.DataFrame:
     """The newest row of each cell, of one code if asked, warning when codes are mixed."""
     if frame.empty or "written_at" not in frame.columns:
         return frame
-    frame = frame.sort_values("written_at", kind="stable").drop_duplicates("cell_id", keep="last")
+    frame = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last")  # the newest row of each cell
     sort = "cell_index" if "cell_index" in frame.columns else "cell_id"
     frame = frame.sort_values(sort, kind="stable").reset_index(drop=True)
     codes = frame["code_digest"].fillna("unrecorded") if "code_digest" in frame.columns else pd.Series("unrecorded", index=frame.index)
     if code_digest is not None:
-        wanted = codes.iloc[frame["written_at"].argmax()] if code_digest == "latest" else code_digest
+        wanted = codes.iloc[write_order(frame)[-1]] if code_digest == "latest" else code_digest
         if not (codes == wanted).any():
             raise ValueError(f"code_digest={code_digest!r}: no runs of that code in {root} (it has {', '.join(codes.unique())})")
         return frame[codes == wanted].reset_index(drop=True)

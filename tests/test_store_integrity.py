@@ -1,0 +1,220 @@
+"""Results that cannot be silently wrong: a compaction killed half-way, a clock that moves
+back, and every recovery hint the store prints, followed to the letter.
+
+Each test reproduces a reported way to double, hide or lose stored rows on real Parquet
+folders (sweeps run serially in-process; the killed compaction is a real ``tiersweep``
+process killed with SIGKILL).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tiersweep.analysis import load
+from tiersweep.cli import main
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep import store
+from tiersweep.sweep.store import compact, read_jobs, read_table
+from sweep_helpers import small_config, write_yaml, small_raw
+
+PROJECT = Path(__file__).resolve().parents[1]
+TABLES = ("runs", "jobs", "segments")
+
+#: A compaction that SIGKILLs itself when it is about to delete its ``N``-th part file of
+#: ``TABLE`` (argv: ROOT TABLE N): the moment between writing a merged file and deleting the
+#: parts it replaces.
+KILLED_COMPACT = """
+import os, signal, sys
+root, table, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen = []
+real_remove, real_unlink = os.remove, os.unlink
+def remove(path, *args, **kwargs):
+    if os.path.basename(os.path.dirname(os.fspath(path))) == table:
+        seen.append(path)
+        if len(seen) == nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return real_remove(path, *args, **kwargs)
+os.remove = os.unlink = remove
+from tiersweep.cli import main
+sys.exit(main(["compact", root]))
+"""
+
+
+def forced_twice(out: Path, name: str) -> Path:
+    """The small sweep with per-job records, computed and then recomputed (``--force``):
+    several part files per table, and superseded rows for compaction to drop."""
+    config = small_config(name)
+    run_sweep(config, out, backend="serial", with_jobs=True, progress=False)
+    run_sweep(config, out, backend="serial", with_jobs=True, force=True, progress=False)
+    return out / name
+
+
+def records(root: Path, table: str) -> pd.DataFrame:
+    """What readers return of ``table``, in a stable order."""
+    frame = read_table(root / "runs").to_pandas() if table == "runs" else read_jobs(root, table).to_pandas()
+    keys = {"runs": ["cell_id"], "jobs": ["cell_id", "job_id"], "segments": ["cell_id", "job_id", "start_time"]}[table]
+    frame = frame.assign(nodes=frame["nodes"].map(list)) if "nodes" in frame else frame
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def assert_each_record_once(root: Path, expected: dict[str, pd.DataFrame]) -> None:
+    for table in TABLES:
+        pd.testing.assert_frame_equal(records(root, table), expected[table], obj=table)
+    assert len(load(root, "jobs")) == len(expected["jobs"]) == 8 * 300
+
+
+# -- a compaction killed between writing the merged file and deleting the parts ----------------
+@pytest.mark.parametrize("table, nth", [("runs", 1), ("jobs", 1), ("jobs", 3), ("segments", 2)])
+def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_path, table, nth):
+    # Reported: SIGKILL between writing the merged file and deleting the parts doubled every
+    # per-job record, and the next compaction made it permanent (3,000 rows for 1,600 jobs).
+    root = forced_twice(tmp_path, "killed")
+    expected = {name: records(root, name) for name in TABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_COMPACT, str(root), table, str(nth)], cwd=PROJECT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    # Readers see every record once, right after the kill ...
+    assert_each_record_once(root, expected)
+    # ... a sweep finds nothing to compute ...
+    assert run_sweep(small_config("killed"), tmp_path, backend="serial", with_jobs=True, progress=False).computed == 0
+    # ... and the next compaction finishes the job: one file per table, each record once in it.
+    compact(root)
+    assert_each_record_once(root, expected)
+    for name in TABLES:
+        assert len(list((root / name).glob("*.parquet"))) == 1, name
+    raw_jobs = pd.read_parquet(root / "jobs")
+    assert len(raw_jobs) == 8 * 300 and not raw_jobs.duplicated(["cell_id", "job_id"]).any()
+    assert compact(root) == (3, 3)
+
+
+def test_a_merged_file_damaged_after_a_killed_compaction_is_named_and_moving_it_out_recovers(tmp_path, capsys):
+    # The merged file is what makes the parts it lists obsolete: moved out (as the message
+    # says), the parts still on disk hold the rows again.
+    root = forced_twice(tmp_path, "damaged")
+    expected = {name: records(root, name) for name in TABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_COMPACT, str(root), "jobs", "1"], cwd=PROJECT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (merged,) = [Path(p) for p in store.live_parts(root / "jobs")]
+    merged.write_bytes(merged.read_bytes()[:100])
+    capsys.readouterr()
+    assert main(["compact", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tiersweep: error: {merged}: not a readable Parquet file") and "move it out of the folder" in err
+    merged.rename(tmp_path / merged.name)
+    assert_each_record_once(root, expected)
+
+
+# -- the newest row, whatever the clock says ----------------------------------------------------
+def shift_clock(root: Path, by: dt.timedelta, *, fail: bool = False) -> None:
+    """Rewrite every stored row as if written with the clock ``by`` ahead (and, ``fail``, as
+    failed runs): what a host whose clock later moved back leaves."""
+    for table in TABLES:
+        for path in sorted((root / table).glob("part-*.parquet")):
+            stored = pq.read_table(path)
+            index = stored.schema.get_field_index("written_at")
+            stored = stored.set_column(index, "written_at", pa.compute.add(stored.column("written_at"), pa.scalar(by)))
+            if fail and table == "runs":
+                index = stored.schema.get_field_index("status")
+                stored = stored.set_column(index, "status", pa.array(["failed"] * stored.num_rows))
+            pq.write_table(stored, path)
+
+
+def test_cells_recomputed_after_the_clock_moved_back_are_the_ones_readers_see(tmp_path, capsys):
+    # Reported: the newest row was chosen by wall clock; after the clock moved back the
+    # recomputed rows were ignored and the cells stayed failed.
+    config = small_config("clock")
+    run_sweep(config, tmp_path, backend="serial", with_jobs=True, progress=False)
+    root = tmp_path / "clock"
+    shift_clock(root, dt.timedelta(days=1), fail=True)
+    assert (read_table(root / "runs").column("status").to_pylist()) == ["failed"] * 8
+    again = run_sweep(config, tmp_path, backend="serial", with_jobs=True, retry_failed=True, progress=False)
+    assert (again.computed, again.failed) == (8, 0)
+    runs = read_table(root / "runs").to_pandas()
+    assert (runs["status"] == "ok").all() and len(runs) == 8
+    assert (load(root)["status"] == "ok").all()
+    jobs = read_jobs(root).to_pandas()
+    assert len(jobs) == 8 * 300 and not jobs.duplicated(["cell_id", "job_id"]).any()
+    assert (jobs["written_at"] < dt.datetime.now(dt.timezone.utc)).all()  # the recomputed records
+    assert len(load(root, "jobs")) == 8 * 300
+    assert run_sweep(config, tmp_path, backend="serial", with_jobs=True, retry_failed=True, progress=False).computed == 0
+    compact(root)
+    runs = read_table(root / "runs", latest_only=False).to_pandas()
+    assert (runs["status"] == "ok").all() and len(runs) == 8
+    assert len(read_jobs(root)) == 8 * 300
+
+
+def old_format(root: Path) -> None:
+    """Rewrite ``root`` as an older tiersweep wrote it: no ``write_seq`` column, part files
+    named by their time of writing."""
+    for table in TABLES:
+        for number, path in enumerate(sorted((root / table).glob("part-*.parquet"), key=lambda p: pq.read_table(p).column("written_at")[0].value)):
+            stored = pq.read_table(path)
+            if "write_seq" in stored.column_names:
+                stored = stored.drop_columns(["write_seq"])
+            pq.write_table(stored, root / table / f"part-20240101T0000{number:08d}-0000000{number % 10}.parquet")
+            path.unlink()
+
+
+def test_a_store_written_before_the_write_counter_still_reads_newest_by_time_then_counts_newer(tmp_path):
+    # Rows without the counter are older than any row with it; among themselves the newest
+    # by written_at wins, as it did when they were written.
+    root = forced_twice(tmp_path, "old")
+    first = read_table(root / "runs", latest_only=False).to_pandas()
+    old_format(root)
+    assert "write_seq" not in pq.read_schema(sorted((root / "runs").glob("*.parquet"))[0]).names
+    runs = read_table(root / "runs").to_pandas()
+    newest = first.sort_values("written_at").drop_duplicates("cell_id", keep="last").set_index("cell_id")["written_at"]
+    assert runs.set_index("cell_id")["written_at"].to_dict() == newest.to_dict()
+    assert len(read_jobs(root)) == 8 * 300 and len(load(root, "jobs")) == 8 * 300
+    # Rows stored as if the clock had been a day ahead, then recomputed by this version.
+    shift_clock(root, dt.timedelta(days=1))
+    run_sweep(small_config("old"), tmp_path, backend="serial", with_jobs=True, force=True, progress=False)
+    runs = read_table(root / "runs").to_pandas()
+    assert runs["write_seq"].notna().all() and len(runs) == 8
+    assert len(read_jobs(root)) == 8 * 300
+    assert (read_jobs(root).to_pandas()["written_at"] < dt.datetime.now(dt.timezone.utc)).all()
+    compact(root)
+    assert len(read_table(root / "runs", latest_only=False)) == 8 and len(read_jobs(root)) == 8 * 300
+
+
+# -- every recovery hint, followed to the letter ------------------------------------------------
+@pytest.mark.parametrize("table", TABLES)
+def test_the_hint_for_a_damaged_part_file_recovers_what_it_held(tmp_path, capsys, table):
+    # Reported: for a damaged segments part the hint said a re-run with --jobs computes the
+    # segments again; it computed nothing and the segments stayed lost.
+    path = write_yaml(tmp_path / "hint.yaml", small_raw("hint"))
+    argv = ["sweep", "--backend", "serial", "--jobs", "--out", str(tmp_path / "out"), str(path)]
+    assert main(argv) == 0
+    root = tmp_path / "out" / "hint"
+    expected = {name: records(root, name) for name in TABLES}
+    part = sorted((root / table).glob("part-*.parquet"))[0]
+    part.write_bytes(part.read_bytes()[:100])
+    capsys.readouterr()
+    assert main(["compact", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"tiersweep: error: {part}: not a readable Parquet file")
+    hint = err.split("; ", 1)[1]
+    assert hint.startswith("move it out of the folder")
+    part.rename(tmp_path / part.name)  # "move it out of the folder"
+    # The command the hint names: `tiersweep sweep` for runs, `tiersweep sweep --jobs` otherwise.
+    assert ("`tiersweep sweep --jobs`" in hint) == (table != "runs")
+    assert main(argv) == 0
+    volatile = ["written_at", "write_seq", "wall_seconds", "host"]
+    for name in TABLES:
+        got = records(root, name).drop(columns=volatile, errors="ignore")
+        pd.testing.assert_frame_equal(got, expected[name].drop(columns=volatile, errors="ignore"), obj=name)
+    assert main(argv) == 0 and "0 computed now" in capsys.readouterr().out
+    assert main(["compact", str(root)]) == 0
