@@ -7,14 +7,35 @@
 * ``manifest.json``: the sweep config (parsed, and the file's text as written, with any
   ``--set`` overrides), the column schema and the time it last changed.
 
-Only the driver writes. Each completed batch becomes one new file per table, written under a
-temporary name and renamed into place, with its rows sorted by cell index, so a reader never
-sees a partial file and an interrupted sweep loses only the cells in flight. Every file of a
-sweep shares one schema, fixed from the sweep's cells when the sweep starts (missing columns
-are nulls), so ``pandas.read_parquet(OUT/NAME/runs)`` and ``pyarrow.dataset`` read the
-folder as one table. The config is also stored in each file's schema metadata.
-A cell recomputed with ``--force`` gets a newer row; readers keep the newest row of a cell
-(:func:`read_table`), and :func:`compact` rewrites the folder without the older ones.
+Only the driver writes, holding the folder's lock (:mod:`tiersweep.sweep.folder_lock`). Each
+completed batch becomes one new file per table, written under a temporary name and renamed
+into place, with its rows sorted by cell index, so a reader never sees a partial file and an
+interrupted sweep loses only the cells in flight. Every file of a sweep shares one schema,
+fixed from the sweep's cells when the sweep starts (missing columns are nulls), so
+``pandas.read_parquet(OUT/NAME/runs)`` and ``pyarrow.dataset`` read the folder as one table.
+The config is also stored in each file's schema metadata.
+
+**Which row is newest.** A cell recomputed (``--force``, ``--retry-failed``) gets a newer row;
+readers keep the newest row of each cell (:func:`read_table`), and the per-job records and
+segments of that run only (:func:`read_jobs`). Newest means the largest ``write_seq``: a
+counter of the folder, one number per batch shared by the batch's runs, jobs and segments
+files, one more than any part file of the folder holds (the number is in each file's name,
+``part-SEQ-RANDOM.parquet``). A wall clock can move back (a corrected clock, another host);
+the counter cannot, so ``written_at`` is kept only as information. Rows an older version
+stored have no counter: they count as older than every row that has one, and among
+themselves the latest ``written_at`` wins, as it did when they were written. A run's records
+are those with its cell and counter (or, without counters, its time of writing).
+
+**Compaction** (:func:`compact`) rewrites each table as one file without superseded rows,
+and is atomic as readers see it, however it is stopped (SIGKILL included): the merged file
+(``part-SEQ-RANDOM-merged.parquet``) names, in its schema metadata, the part files it
+replaces, so the one rename that puts it in place also retires them. Readers list a table
+with :func:`live_parts`, which skips retired files; deleting them is only tidying, done
+idempotently by this compaction, the next one or the next sweep of the folder (a retired
+merged file goes only after the files it retired, or they would count again). A compaction
+merges only live files, so an interrupted one is never merged twice. Only a reader that lists
+the files itself (``pandas.read_parquet`` of the folder, DuckDB) can see retired files, and
+only between a killed compaction and the next sweep, tune or compaction of the folder.
 """
 
 from __future__ import annotations
@@ -330,7 +351,8 @@ class Store:
         if runs.empty:
             return set()
         runs = runs[runs["status"] == "ok"]
-        jobs = read_table(self.jobs, latest_only=False, columns=["cell_id", "written_at", SEQ, "start_time"]).to_pandas()
+        columns = ["cell_id", "written_at", SEQ, "start_time"]
+        jobs = read_table(self.jobs, latest_only=False, columns=columns).to_pandas()
         with_records: set[tuple[Any, Any]] = set()
         started: set[tuple[Any, Any]] = set()
         if not jobs.empty:
@@ -351,6 +373,7 @@ _RECOVERY = {
     "runs": "move it out of the folder: the next `tiersweep sweep` computes the cells it held again",
     "jobs": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their per-job records again",
     "segments": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their segments again",
+    "trials": "move it out of the folder: the next `tiersweep tune` of the study writes it again from its storage",
 }
 
 
@@ -467,6 +490,11 @@ def _write_part(folder: Path, table: pa.Table, seq: int, replaces: Sequence[str]
     os.replace(tmp, folder / name)
 
 
+def _placing(table: pa.Table) -> pd.DataFrame:
+    """The columns of ``table`` that say which write each row comes from."""
+    return table.select([name for name in ("cell_id", "written_at", SEQ) if name in table.column_names]).to_pandas()
+
+
 def _order_keys(frame: pd.DataFrame) -> list[tuple[int, Any]]:
     """Each row's place in the store's write order: ``(write_seq, written_at)``.
 
@@ -488,8 +516,8 @@ def run_keys(frame: pd.DataFrame) -> list[tuple[Any, Any]]:
     """The stored run each row of ``frame`` (runs rows, per-job records or segments) belongs to:
     its cell and write counter (a batch writes a cell once), or its cell and time of writing
     for rows an older version stored."""
-    keys = _order_keys(frame)
-    return [(cell, ("seq", seq) if seq >= 0 else ("at", at)) for cell, (seq, at) in zip(frame["cell_id"].tolist(), keys)]
+    cells = frame["cell_id"].tolist()
+    return [(cell, ("seq", seq) if seq >= 0 else ("at", at)) for cell, (seq, at) in zip(cells, _order_keys(frame))]
 
 
 def read_table(
@@ -525,7 +553,7 @@ def read_table(
                 continue
             raise unreadable_part(files, error) from None
     if latest_only and "written_at" in table.column_names and table.num_rows:
-        frame = table.select([name for name in ("cell_id", "written_at", SEQ) if name in table.column_names]).to_pandas()
+        frame = _placing(table)
         keep = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last").index.to_numpy()
         table = table.take(pa.array(np.sort(keep)))
         table = table.sort_by("cell_index")
@@ -542,8 +570,7 @@ def read_jobs(root: str | Path, table: str = "jobs") -> pa.Table:
     if not runs.num_rows:
         return rows.slice(0, 0)  # records that no stored run claims (a batch a full disk cut short)
     keys = set(run_keys(runs.to_pandas()))
-    own = rows.select([name for name in ("cell_id", "written_at", SEQ) if name in rows.column_names]).to_pandas()
-    return rows.filter(pa.array([key in keys for key in run_keys(own)]))
+    return rows.filter(pa.array([key in keys for key in run_keys(_placing(rows))]))
 
 
 def compact(root: str | Path) -> tuple[int, int]:
@@ -557,13 +584,8 @@ def compact(root: str | Path) -> tuple[int, int]:
     are dropped only where a newer run of their cell supersedes them; records that no listed
     run claims (a batch still being written, or one a full disk interrupted) are kept.
 
-    A compaction is atomic as every reader of this module (and :func:`tiersweep.analysis.load`)
-    sees it, however it is stopped: the merged file names, in its schema metadata, the part
-    files it replaces, and one rename puts it in place; from then on readers skip those files
-    (:func:`live_parts`) and deleting them is only tidying, which the next compaction or sweep
-    of the folder finishes if this one is killed first. A reader that lists the folder's
-    files itself (``pandas.read_parquet`` of the folder) sees every row once again as soon as
-    that tidying is done.
+    Atomic as readers see it, however it is stopped: see the module's description. It first
+    deletes what an interrupted compaction retired, then merges only live files.
     """
     root = Path(root)
     if not (root / "runs").is_dir():
@@ -576,7 +598,7 @@ def compact(root: str | Path) -> tuple[int, int]:
         runs = read_table(root / "runs", files=listed["runs"])
         latest = {}
         if runs.num_rows:
-            frame = runs.select([name for name in ("cell_id", "written_at", SEQ) if name in runs.column_names]).to_pandas()
+            frame = _placing(runs)
             latest = dict(zip(frame["cell_id"].tolist(), _order_keys(frame)))
         after = 0
         for name, files in listed.items():
@@ -596,6 +618,7 @@ def _not_superseded(rows: pa.Table, latest: dict[str, tuple[int, Any]]) -> pa.Ta
     cell_id -> :func:`_order_keys` of its newest stored run)."""
     if not rows.num_rows:
         return rows
-    frame = rows.select([name for name in ("cell_id", "written_at", SEQ) if name in rows.column_names]).to_pandas()
-    keep = [cell not in latest or key >= latest[cell] for cell, key in zip(frame["cell_id"].tolist(), _order_keys(frame))]
+    frame = _placing(rows)
+    keys = _order_keys(frame)
+    keep = [cell not in latest or key >= latest[cell] for cell, key in zip(frame["cell_id"].tolist(), keys)]
     return rows.filter(pa.array(keep))

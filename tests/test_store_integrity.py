@@ -9,7 +9,6 @@ process killed with SIGKILL).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import signal
 import subprocess
 import sys
@@ -25,10 +24,25 @@ from tiersweep.cli import main
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep import store
 from tiersweep.sweep.store import compact, read_jobs, read_table
-from sweep_helpers import small_config, write_yaml, small_raw
+from sweep_helpers import small_config, small_raw, write_yaml
+from test_faults import small_disk  # noqa: F401 (a fixture)
 
 PROJECT = Path(__file__).resolve().parents[1]
 TABLES = ("runs", "jobs", "segments")
+#: A study of three quick trials.
+TUNE_RAW = {
+    "name": "trials",
+    "base": {
+        "workload": {"model": "jann97", "jobs": 300},
+        "platform": {"nodes": 64, "tiers": 2},
+        "policy": {"name": "amcbf"},
+    },
+    "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
+    "objective": {"mean_bsld": "minimize"},
+    "seeds": 1,
+    "trials": 3,
+    "sampler": {"name": "tpe", "seed": 0},
+}
 
 #: A compaction that SIGKILLs itself when it is about to delete its ``N``-th part file of
 #: ``TABLE`` (argv: ROOT TABLE N): the moment between writing a merged file and deleting the
@@ -48,6 +62,13 @@ os.remove = os.unlink = remove
 from tiersweep.cli import main
 sys.exit(main(["compact", root]))
 """
+
+
+def killed_compact(root: Path, table: str, nth: int) -> None:
+    """``tiersweep compact ROOT``, SIGKILLed as it deletes its ``nth`` part file of ``table``."""
+    command = [sys.executable, "-c", KILLED_COMPACT, str(root), table, str(nth)]
+    done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
 
 
 def forced_twice(out: Path, name: str) -> Path:
@@ -80,10 +101,7 @@ def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_p
     # per-job record, and the next compaction made it permanent (3,000 rows for 1,600 jobs).
     root = forced_twice(tmp_path, "killed")
     expected = {name: records(root, name) for name in TABLES}
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_COMPACT, str(root), table, str(nth)], cwd=PROJECT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr
+    killed_compact(root, table, nth)
     # Readers see every record once, right after the kill ...
     assert_each_record_once(root, expected)
     # ... a sweep finds nothing to compute ...
@@ -103,16 +121,14 @@ def test_a_merged_file_damaged_after_a_killed_compaction_is_named_and_moving_it_
     # says), the parts still on disk hold the rows again.
     root = forced_twice(tmp_path, "damaged")
     expected = {name: records(root, name) for name in TABLES}
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_COMPACT, str(root), "jobs", "1"], cwd=PROJECT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr
+    killed_compact(root, "jobs", 1)
     (merged,) = [Path(p) for p in store.live_parts(root / "jobs")]
     merged.write_bytes(merged.read_bytes()[:100])
     capsys.readouterr()
     assert main(["compact", str(root)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"tiersweep: error: {merged}: not a readable Parquet file") and "move it out of the folder" in err
+    assert err.startswith(f"tiersweep: error: {merged}: not a readable Parquet file")
+    assert "move it out of the folder" in err
     merged.rename(tmp_path / merged.name)
     assert_each_record_once(root, expected)
 
@@ -149,7 +165,8 @@ def test_cells_recomputed_after_the_clock_moved_back_are_the_ones_readers_see(tm
     assert len(jobs) == 8 * 300 and not jobs.duplicated(["cell_id", "job_id"]).any()
     assert (jobs["written_at"] < dt.datetime.now(dt.timezone.utc)).all()  # the recomputed records
     assert len(load(root, "jobs")) == 8 * 300
-    assert run_sweep(config, tmp_path, backend="serial", with_jobs=True, retry_failed=True, progress=False).computed == 0
+    last = run_sweep(config, tmp_path, backend="serial", with_jobs=True, retry_failed=True, progress=False)
+    assert last.computed == 0
     compact(root)
     runs = read_table(root / "runs", latest_only=False).to_pandas()
     assert (runs["status"] == "ok").all() and len(runs) == 8
@@ -160,7 +177,8 @@ def old_format(root: Path) -> None:
     """Rewrite ``root`` as an older tiersweep wrote it: no ``write_seq`` column, part files
     named by their time of writing."""
     for table in TABLES:
-        for number, path in enumerate(sorted((root / table).glob("part-*.parquet"), key=lambda p: pq.read_table(p).column("written_at")[0].value)):
+        paths = sorted((root / table).glob("part-*.parquet"), key=lambda p: pq.read_table(p)["written_at"][0].value)
+        for number, path in enumerate(paths):
             stored = pq.read_table(path)
             if "write_seq" in stored.column_names:
                 stored = stored.drop_columns(["write_seq"])
@@ -218,3 +236,57 @@ def test_the_hint_for_a_damaged_part_file_recovers_what_it_held(tmp_path, capsys
         pd.testing.assert_frame_equal(got, expected[name].drop(columns=volatile, errors="ignore"), obj=name)
     assert main(argv) == 0 and "0 computed now" in capsys.readouterr().out
     assert main(["compact", str(root)]) == 0
+
+
+def test_the_hint_for_a_damaged_trials_file_recovers_it(tmp_path, capsys):
+    config = write_yaml(tmp_path / "tune.yaml", TUNE_RAW)
+    argv = ["tune", str(config), "--out", str(tmp_path / "out"), "--backend", "serial"]
+    assert main(argv) == 0
+    root = tmp_path / "out" / "trials"
+    before = load(root, "trials")
+    path = root / "trials" / "trials.parquet"
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(Exception, match="not a readable Parquet file") as caught:
+        load(root, "trials")
+    hint = str(caught.value).split("; ", 1)[1]
+    assert hint.startswith("move it out of the folder") and "`tiersweep tune`" in hint
+    path.rename(tmp_path / path.name)
+    assert main(argv) == 0
+    pd.testing.assert_frame_equal(load(root, "trials"), before)
+
+
+def test_the_hint_for_a_column_that_would_change_type_works(tmp_path, capsys):
+    # "run this grid into another folder (--out) or under another sweep name"
+    raw = small_raw("typed", grid={"policy.name": ["smcbf"], "policy.xfactor_threshold": [10]}, seeds=1)
+    out = tmp_path / "out"
+    assert main(["sweep", "--backend", "serial", "--out", str(out), str(write_yaml(tmp_path / "typed.yaml", raw))]) == 0
+    raw["grid"]["policy.xfactor_threshold"] = [10, "adaptive"]
+    wider = write_yaml(tmp_path / "typed.yaml", raw)
+    capsys.readouterr()
+    assert main(["sweep", "--backend", "serial", "--out", str(out), str(wider)]) == 2
+    err = capsys.readouterr().err
+    assert "run this grid into another folder (--out) or under another sweep name" in err
+    assert main(["sweep", "--backend", "serial", "--out", str(tmp_path / "other"), str(wider)]) == 0
+    renamed = write_yaml(tmp_path / "renamed.yaml", {**raw, "name": "typed2"})
+    assert main(["sweep", "--backend", "serial", "--out", str(out), str(renamed)]) == 0
+    for root in (tmp_path / "other" / "typed", out / "typed2"):
+        runs = read_table(root / "runs").to_pandas()
+        assert len(runs) == 2 and (runs["status"] == "ok").all()
+
+
+def test_the_hint_for_a_read_only_folder_works(tmp_path, small_disk, capsys):
+    # "cannot store results here (read-only or not ours): N cell(s) to compute; give another --out"
+    disk, _ = small_disk  # a file system of its own, remounted read-only (root writes past chmod)
+    subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)
+    path = write_yaml(tmp_path / "ro.yaml", small_raw("ro", seeds=1))
+    argv = ["sweep", "--backend", "serial", "--out", str(disk), str(path)]
+    (disk / "ro").mkdir()
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        capsys.readouterr()
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip().endswith("give another --out")
+        assert main(argv[:-3] + ["--out", str(tmp_path / "elsewhere"), str(path)]) == 0
+        assert len(read_table(tmp_path / "elsewhere" / "ro" / "runs")) == 4
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
