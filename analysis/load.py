@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.spec import KEY_ALIASES
-from ..sweep.store import live_parts, run_keys, unreadable_part, write_order
+from ..sweep.store import claimed_by, live_parts, unreadable_part, write_order
 
 __all__ = ["load", "find_results", "TABLES", "MixedCodeWarning", "NoResultsError"]
 
@@ -148,8 +148,7 @@ def load(path: str | Path, table: str = "runs", *, code_digest: str | None = Non
     runs = _latest_runs(_read_folder(root / "runs"), code_digest, root, quiet=True)
     if runs.empty or "written_at" not in runs.columns:
         return frame.reset_index(drop=True)
-    claimed = set(run_keys(runs))
-    return frame[[key in claimed for key in run_keys(frame)]].reset_index(drop=True)
+    return frame[claimed_by(frame, runs)].reset_index(drop=True)
 
 
 def _latest_runs(frame: pd.DataFrame, code_digest: str | None, root: Path, quiet: bool = False) -> pd.DataFrame:

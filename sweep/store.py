@@ -47,7 +47,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,7 @@ __all__ = [
     "live_parts",
     "write_order",
     "run_keys",
+    "claimed_by",
     "SEQ",
 ]
 
@@ -520,6 +521,22 @@ def run_keys(frame: pd.DataFrame) -> list[tuple[Any, Any]]:
     return [(cell, ("seq", seq) if seq >= 0 else ("at", at)) for cell, (seq, at) in zip(cells, _order_keys(frame))]
 
 
+def claimed_by(records: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
+    """Which rows of ``records`` (per-job records or segments) belong to a run of ``runs``
+    (:func:`run_keys`), as a boolean array."""
+    keys = set(run_keys(runs))
+    return _per_write(records, lambda writes: [key in keys for key in run_keys(writes)])
+
+
+def _per_write(frame: pd.DataFrame, decide: Callable[[pd.DataFrame], Sequence[bool]]) -> np.ndarray:
+    """``decide`` of each row of ``frame``, asked once per distinct write (cell, counter, time)
+    rather than once per row: a cell's thousands of records share one answer."""
+    columns = [name for name in ("cell_id", "written_at", SEQ) if name in frame.columns]
+    placing = frame[columns]
+    groups = placing.groupby(columns, dropna=False, sort=False).ngroup().to_numpy()
+    return np.asarray(decide(placing.drop_duplicates(columns)), dtype=bool)[groups]
+
+
 def read_table(
     folder: str | Path,
     *,
@@ -569,8 +586,7 @@ def read_jobs(root: str | Path, table: str = "jobs") -> pa.Table:
     runs = read_table(Path(root) / "runs", columns=[])
     if not runs.num_rows:
         return rows.slice(0, 0)  # records that no stored run claims (a batch a full disk cut short)
-    keys = set(run_keys(runs.to_pandas()))
-    return rows.filter(pa.array([key in keys for key in run_keys(_placing(rows))]))
+    return rows.filter(pa.array(claimed_by(_placing(rows), runs.to_pandas())))
 
 
 def compact(root: str | Path) -> tuple[int, int]:
@@ -618,7 +634,9 @@ def _not_superseded(rows: pa.Table, latest: dict[str, tuple[int, Any]]) -> pa.Ta
     cell_id -> :func:`_order_keys` of its newest stored run)."""
     if not rows.num_rows:
         return rows
-    frame = _placing(rows)
-    keys = _order_keys(frame)
-    keep = [cell not in latest or key >= latest[cell] for cell, key in zip(frame["cell_id"].tolist(), keys)]
-    return rows.filter(pa.array(keep))
+
+    def newest(writes: pd.DataFrame) -> list[bool]:
+        cells = writes["cell_id"].tolist()
+        return [cell not in latest or key >= latest[cell] for cell, key in zip(cells, _order_keys(writes))]
+
+    return rows.filter(pa.array(_per_write(_placing(rows), newest)))
