@@ -116,6 +116,21 @@ def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_p
     assert compact(root) == (3, 3)
 
 
+def test_compactions_killed_again_and_again_while_tidying_double_no_record(tmp_path):
+    # A compaction first deletes what a killed one retired; killed there too, and over a
+    # merged file an earlier compaction wrote, readers still see each record once.
+    root = forced_twice(tmp_path, "again")
+    compact(root)  # one merged file per table ...
+    run_sweep(small_config("again"), tmp_path, backend="serial", with_jobs=True, force=True, progress=False)
+    expected = {name: records(root, name) for name in TABLES}  # ... and the parts of a newer run
+    for table, nth in [("jobs", 1), ("jobs", 1), ("jobs", 2), ("segments", 1), ("segments", 1)]:
+        killed_compact(root, table, nth)
+        assert_each_record_once(root, expected)
+    compact(root)
+    assert_each_record_once(root, expected)
+    assert sorted(len(list((root / name).glob("*.parquet"))) for name in TABLES) == [1, 1, 1]
+
+
 def test_a_merged_file_damaged_after_a_killed_compaction_is_named_and_moving_it_out_recovers(tmp_path, capsys):
     # The merged file is what makes the parts it lists obsolete: moved out (as the message
     # says), the parts still on disk hold the rows again.
