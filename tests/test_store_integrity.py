@@ -305,3 +305,27 @@ def test_the_hint_for_a_read_only_folder_works(tmp_path, small_disk, capsys):
         assert len(read_table(tmp_path / "elsewhere" / "ro" / "runs")) == 4
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+
+
+def test_a_committed_store_of_schema_v2_left_by_a_killed_compaction_reads_each_record_once(tmp_path):
+    # Written by this version (write_seq, part-SEQ-RANDOM names): a 2-cell sweep with --jobs,
+    # then --force (one cell per batch: counters 1 to 4), then `tiersweep compact` killed
+    # after merging runs and jobs, before deleting the jobs parts it replaced.
+    import shutil
+
+    fixture = Path(__file__).parent / "fixtures" / "schema_v2"
+    assert len(list((fixture / "jobs").glob("*.parquet"))) == 5 and len(store.live_parts(fixture / "jobs")) == 1
+    runs = read_table(fixture / "runs").to_pandas()
+    assert len(runs) == 2 and (runs["status"] == "ok").all() and sorted(runs["write_seq"]) == [3, 4]
+    for table in ("jobs", "segments"):
+        rows = read_jobs(fixture, table).to_pandas()
+        assert set(rows["write_seq"]) == {3, 4} and len(load(fixture, table)) == len(rows)
+    jobs = read_jobs(fixture).to_pandas()
+    assert len(jobs) == 2 * 40 and not jobs.duplicated(["cell_id", "job_id"]).any()
+    root = tmp_path / "schema_v2"
+    shutil.copytree(fixture, root)
+    expected = {name: records(root, name) for name in TABLES}
+    compact(root)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(records(root, name), expected[name], obj=name)
+        assert len(list((root / name).glob("*.parquet"))) == 1, name
