@@ -20,11 +20,10 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.spec import KEY_ALIASES
-from ..sweep.store import claimed_by, live_parts, unreadable_part, write_order
+from ..sweep.store import claimed_by, read_parts, write_order
 
 __all__ = ["load", "find_results", "TABLES", "MixedCodeWarning", "NoResultsError"]
 
@@ -33,16 +32,12 @@ TABLES = ("runs", "jobs", "segments", "trials")
 
 
 def _read_folder(folder: Path) -> pd.DataFrame:
-    files = [Path(f) for f in live_parts(folder, "*.parquet")]  # (not those a compaction replaced)
-    if not files:
+    read = read_parts(folder, lambda files: [(f, pq.read_table(f).to_pandas()) for f in files], pattern="*.parquet")
+    if read is None:
         return pd.DataFrame()
-    try:
-        frames = [pq.read_table(f).to_pandas() for f in files]
-    except (pa.ArrowException, OSError) as error:
-        raise unreadable_part([str(f) for f in files], error) from None
-    frames = [f for f in frames if len(f)]
+    frames = [frame for _, frame in read if len(frame)]
     if not frames:
-        return pd.DataFrame(columns=pq.read_schema(files[0]).names)
+        return pd.DataFrame(columns=pq.read_schema(read[0][0]).names)
     return _renamed_keys(pd.concat(frames, ignore_index=True, sort=False))
 
 

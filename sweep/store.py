@@ -47,12 +47,11 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -68,6 +67,7 @@ __all__ = [
     "read_manifest",
     "unreadable_part",
     "live_parts",
+    "read_parts",
     "write_order",
     "run_keys",
     "claimed_by",
@@ -83,6 +83,7 @@ _PART = re.compile(r"^part-(\d+)-[0-9a-f]{8}(-merged)?\.parquet$")
 _REPLACES = b"tiersweep.replaces"
 #: The tables of a results folder the store writes.
 _TABLES = ("runs", "jobs", "segments")
+_T = TypeVar("_T")
 
 _FIXED = [
     ("cell_id", pa.string()),
@@ -537,6 +538,33 @@ def _per_write(frame: pd.DataFrame, decide: Callable[[pd.DataFrame], Sequence[bo
     return np.asarray(decide(placing.drop_duplicates(columns)), dtype=bool)[groups]
 
 
+def read_parts(
+    folder: str | Path,
+    read: Callable[[list[str]], _T],
+    *,
+    files: Sequence[str] | None = None,
+    pattern: str = "part-*.parquet",
+) -> _T | None:
+    """``read`` of the :func:`live_parts` of ``folder`` (or of ``files``); None when there are none.
+
+    Raises:
+        TiersweepError: A file cannot be read (:func:`unreadable_part`). A file that is gone
+            because a compaction or sweep deleted it as retired meanwhile is no error: the
+            folder is listed again, once.
+    """
+    for attempt in (1, 2):
+        listed = live_parts(folder, pattern) if files is None else list(files)
+        if not listed:
+            return None
+        try:
+            return read(listed)
+        except (pa.ArrowException, OSError) as error:
+            if files is None and attempt == 1 and not all(os.path.exists(f) for f in listed):
+                continue
+            raise unreadable_part(listed, error) from None
+    raise AssertionError("unreachable")
+
+
 def read_table(
     folder: str | Path,
     *,
@@ -551,24 +579,18 @@ def read_table(
     ``columns`` reads only those of them the folder has (Parquet reads columns apart: a large
     folder's few columns cost a fraction of the whole).
     """
-    listing = files is None
-    for attempt in (1, 2):
-        files = live_parts(Path(folder)) if listing else list(files)
-        if not files:
-            return pa.table({})
-        try:
-            schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-            names = None
-            if columns is not None:
-                wanted = set(columns) | ({"cell_id", "written_at", SEQ, "cell_index"} if latest_only else set())
-                names = [name for name in schema.names if name in wanted]
-            table = ds.dataset(files, schema=schema, format="parquet").to_table(columns=names)
-            break
-        except (pa.ArrowException, OSError) as error:
-            # A compaction that completed meanwhile deleted files it had replaced: list again.
-            if listing and attempt == 1 and not all(os.path.exists(f) for f in files):
-                continue
-            raise unreadable_part(files, error) from None
+
+    def read(files: list[str]) -> pa.Table:
+        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        names = None
+        if columns is not None:
+            wanted = set(columns) | ({"cell_id", "written_at", SEQ, "cell_index"} if latest_only else set())
+            names = [name for name in schema.names if name in wanted]
+        return ds.dataset(files, schema=schema, format="parquet").to_table(columns=names)
+
+    table = read_parts(folder, read, files=files)
+    if table is None:
+        return pa.table({})
     if latest_only and "written_at" in table.column_names and table.num_rows:
         frame = _placing(table)
         keep = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last").index.to_numpy()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -156,7 +157,7 @@ def shift_clock(root: Path, by: dt.timedelta, *, fail: bool = False) -> None:
         for path in sorted((root / table).glob("part-*.parquet")):
             stored = pq.read_table(path)
             index = stored.schema.get_field_index("written_at")
-            stored = stored.set_column(index, "written_at", pa.compute.add(stored.column("written_at"), pa.scalar(by)))
+            stored = stored.set_column(index, "written_at", pc.add(stored.column("written_at"), pa.scalar(by)))
             if fail and table == "runs":
                 index = stored.schema.get_field_index("status")
                 stored = stored.set_column(index, "status", pa.array(["failed"] * stored.num_rows))
