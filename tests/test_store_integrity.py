@@ -132,6 +132,21 @@ def test_compactions_killed_again_and_again_while_tidying_double_no_record(tmp_p
     assert sorted(len(list((root / name).glob("*.parquet"))) for name in TABLES) == [1, 1, 1]
 
 
+def test_a_reader_that_lists_the_files_before_a_compaction_deletes_them_lists_again(tmp_path):
+    root = forced_twice(tmp_path, "race")
+    listed = []
+
+    def read(files: list[str]) -> pa.Table:
+        if not listed:
+            compact(root)  # between this reader's listing and its reading
+        listed.append(files)
+        return pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+
+    table = store.read_parts(root / "jobs", read)
+    assert len(listed) == 2 and len(listed[0]) > 1 and len(listed[1]) == 1
+    assert table.num_rows == 8 * 300
+
+
 def test_a_merged_file_damaged_after_a_killed_compaction_is_named_and_moving_it_out_recovers(tmp_path, capsys):
     # The merged file is what makes the parts it lists obsolete: moved out (as the message
     # says), the parts still on disk hold the rows again.
