@@ -117,6 +117,7 @@ def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_p
     assert compact(root) == (3, 3)
 
 
+@pytest.mark.slow  # five compactions in their own processes
 def test_compactions_killed_again_and_again_while_tidying_double_no_record(tmp_path):
     # A compaction first deletes what a killed one retired; killed there too, and over a
     # merged file an earlier compaction wrote, readers still see each record once.
@@ -269,6 +270,7 @@ def test_the_hint_for_a_damaged_part_file_recovers_what_it_held(tmp_path, capsys
     assert main(["compact", str(root)]) == 0
 
 
+@pytest.mark.slow  # a tuning study, run twice
 def test_the_hint_for_a_damaged_trials_file_recovers_it(tmp_path, capsys):
     config = write_yaml(tmp_path / "tune.yaml", TUNE_RAW)
     argv = ["tune", str(config), "--out", str(tmp_path / "out"), "--backend", "serial"]
