@@ -26,11 +26,10 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.spec import KEY_ALIASES
-from ..sweep.store import unreadable_part
+from ..sweep.store import claimed_by, read_parts, write_order
 
 __all__ = ["load", "find_results", "TABLES", "MixedCodeWarning", "NoResultsError"]
 
@@ -39,17 +38,12 @@ TABLES = ("runs", "jobs", "segments", "trials")
 
 
 def _read_folder(folder: Path) -> pd.DataFrame:
-    files = sorted(folder.glob("*.parquet"))
-    files = [f for f in files if not f.name.startswith(".")]
-    if not files:
+    read = read_parts(folder, lambda files: [(f, pq.read_table(f).to_pandas()) for f in files], pattern="*.parquet")
+    if read is None:
         return pd.DataFrame()
-    try:
-        frames = [pq.read_table(f).to_pandas() for f in files]
-    except (pa.ArrowException, OSError) as error:
-        raise unreadable_part([str(f) for f in files], error) from None
-    frames = [f for f in frames if len(f)]
+    frames = [frame for _, frame in read if len(frame)]
     if not frames:
-        return pd.DataFrame(columns=pq.read_schema(files[0]).names)
+        return pd.DataFrame(columns=pq.read_schema(read[0][0]).names)
     return _renamed_keys(pd.concat(frames, ignore_index=True, sort=False))
 
 
@@ -155,20 +149,19 @@ def load(path: str | Path, table: str = "runs", *, code_digest: str | None = Non
     runs = _latest_runs(_read_folder(root / "runs"), code_digest, root, quiet=True)
     if runs.empty or "written_at" not in runs.columns:
         return frame.reset_index(drop=True)
-    keep = frame.merge(runs[["cell_id", "written_at"]], on=["cell_id", "written_at"], how="inner")
-    return keep.reset_index(drop=True)
+    return frame[claimed_by(frame, runs)].reset_index(drop=True)
 
 
 def _latest_runs(frame: pd.DataFrame, code_digest: str | None, root: Path, quiet: bool = False) -> pd.DataFrame:
     """The newest row of each cell, of one code if asked, warning when codes are mixed."""
     if frame.empty or "written_at" not in frame.columns:
         return frame
-    frame = frame.sort_values("written_at", kind="stable").drop_duplicates("cell_id", keep="last")
+    frame = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last")  # the newest row of each cell
     sort = "cell_index" if "cell_index" in frame.columns else "cell_id"
     frame = frame.sort_values(sort, kind="stable").reset_index(drop=True)
     codes = frame["code_digest"].fillna("unrecorded") if "code_digest" in frame.columns else pd.Series("unrecorded", index=frame.index)
     if code_digest is not None:
-        wanted = codes.iloc[frame["written_at"].argmax()] if code_digest == "latest" else code_digest
+        wanted = codes.iloc[write_order(frame)[-1]] if code_digest == "latest" else code_digest
         if not (codes == wanted).any():
             raise ValueError(f"code_digest={code_digest!r}: no runs of that code in {root} (it has {', '.join(codes.unique())})")
         return frame[codes == wanted].reset_index(drop=True)

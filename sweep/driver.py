@@ -67,10 +67,11 @@ def plan(
     cells: list[Cell] | None = None,
 ) -> tuple[list[Cell], list[Cell], Store, set[str]]:
     """The config's cells (``cells``, if already expanded), those still to compute, the store,
-    and the ids of the stored cells among them that lack per-job records.
+    and the ids of the stored cells among them that lack per-job records or segments.
 
     To compute: not stored, or as ``force`` says, or (``with_jobs``) stored without per-job
-    records, which a run with ``--jobs`` computes again rather than leave missing."""
+    records or segments (:meth:`Store.without_jobs`), which a run with ``--jobs`` computes
+    again rather than leave missing."""
     cells = expand(config) if cells is None else cells
     store = Store(Path(out) / config.name)
     stored = {} if force else store.stored_ids()

@@ -8,14 +8,35 @@
   ``--set`` overrides), every config run into the folder before (``configs``), the column
   schema and the time it last changed.
 
-Only the driver writes. Each completed batch becomes one new file per table, written under a
-temporary name and renamed into place, with its rows sorted by cell index, so a reader never
-sees a partial file and an interrupted sweep loses only the cells in flight. Every file of a
-sweep shares one schema, fixed from the sweep's cells when the sweep starts (missing columns
-are nulls), so ``pandas.read_parquet(OUT/NAME/runs)`` and ``pyarrow.dataset`` read the
-folder as one table. The config is also stored in each file's schema metadata.
-A cell recomputed with ``--force`` gets a newer row; readers keep the newest row of a cell
-(:func:`read_table`), and :func:`compact` rewrites the folder without the older ones.
+Only the driver writes, holding the folder's lock (:mod:`tiersweep.sweep.folder_lock`). Each
+completed batch becomes one new file per table, written under a temporary name and renamed
+into place, with its rows sorted by cell index, so a reader never sees a partial file and an
+interrupted sweep loses only the cells in flight. Every file of a sweep shares one schema,
+fixed from the sweep's cells when the sweep starts (missing columns are nulls), so
+``pandas.read_parquet(OUT/NAME/runs)`` and ``pyarrow.dataset`` read the folder as one table.
+The config is also stored in each file's schema metadata.
+
+**Which row is newest.** A cell recomputed (``--force``, ``--retry-failed``) gets a newer row;
+readers keep the newest row of each cell (:func:`read_table`), and the per-job records and
+segments of that run only (:func:`read_jobs`). Newest means the largest ``write_seq``: a
+counter of the folder, one number per batch shared by the batch's runs, jobs and segments
+files, one more than any part file of the folder holds (the number is in each file's name,
+``part-SEQ-RANDOM.parquet``). A wall clock can move back (a corrected clock, another host);
+the counter cannot, so ``written_at`` is kept only as information. Rows an older version
+stored have no counter: they count as older than every row that has one, and among
+themselves the latest ``written_at`` wins, as it did when they were written. A run's records
+are those with its cell and counter (or, without counters, its time of writing).
+
+**Compaction** (:func:`compact`) rewrites each table as one file without superseded rows,
+and is atomic as readers see it, however it is stopped (SIGKILL included): the merged file
+(``part-SEQ-RANDOM-merged.parquet``) names, in its schema metadata, the part files it
+replaces, so the one rename that puts it in place also retires them. Readers list a table
+with :func:`live_parts`, which skips retired files; deleting them is only tidying, done
+idempotently by this compaction, the next one or the next sweep of the folder (a retired
+merged file goes only after the files it retired, or they would count again). A compaction
+merges only live files, so an interrupted one is never merged twice. Only a reader that lists
+the files itself (``pandas.read_parquet`` of the folder, DuckDB) can see retired files, and
+only between a killed compaction and the next sweep, tune or compaction of the folder.
 """
 
 from __future__ import annotations
@@ -24,13 +45,14 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import uuid
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -46,7 +68,24 @@ __all__ = [
     "read_manifest",
     "read_configs",
     "unreadable_part",
+    "live_parts",
+    "read_parts",
+    "write_order",
+    "run_keys",
+    "claimed_by",
+    "SEQ",
 ]
+
+#: The store's write counter column: every file a batch writes (runs, jobs, segments) carries
+#: one number, larger than any the folder held before; the newest row is the largest.
+SEQ = "write_seq"
+#: A part file's name: ``part-SEQ-RANDOM.parquet``, ``-merged`` for a compaction's file.
+_PART = re.compile(r"^part-(\d+)-[0-9a-f]{8}(-merged)?\.parquet$")
+#: The schema metadata key of a merged file: the JSON list of the part names it replaces.
+_REPLACES = b"tiersweep.replaces"
+#: The tables of a results folder the store writes.
+_TABLES = ("runs", "jobs", "segments")
+_T = TypeVar("_T")
 
 _FIXED = [
     ("cell_id", pa.string()),
@@ -63,6 +102,7 @@ _FIXED = [
     ("trace_digest", pa.string()),
     ("host", pa.string()),
     ("written_at", pa.timestamp("us", tz="UTC")),
+    (SEQ, pa.int64()),
 ]
 _INT_METRICS = {"jobs", "dropped"}
 
@@ -153,6 +193,7 @@ class Store:
         spec_types = self._stored_compatible(spec_types)
         for folder in (self.runs, self.jobs, self.segments):
             folder.mkdir(parents=True, exist_ok=True)
+            _remove_replaced(folder)  # what an interrupted compaction left (readers ignore it already)
         fields = [pa.field(name, kind) for name, kind in _FIXED]
         fields += [pa.field(name, kind) for name, kind in sorted(spec_types.items())]
         fields += [
@@ -166,7 +207,7 @@ class Store:
         job_fields += [
             pa.field(name, pa.int64() if name in ("job_id", "size", "migrations", "kills") else pa.float64()) for name in job_columns
         ]
-        job_fields.append(pa.field("written_at", pa.timestamp("us", tz="UTC")))
+        job_fields += [pa.field("written_at", pa.timestamp("us", tz="UTC")), pa.field(SEQ, pa.int64())]
         self.job_schema = pa.schema(job_fields, metadata=metadata)
         self.segment_schema = pa.schema(
             [
@@ -178,6 +219,7 @@ class Store:
                 pa.field("nodes", pa.list_(pa.int64())),
                 pa.field("end", pa.string()),
                 pa.field("written_at", pa.timestamp("us", tz="UTC")),
+                pa.field(SEQ, pa.int64()),
             ],
             metadata=metadata,
         )
@@ -207,7 +249,7 @@ class Store:
         A column stored as text takes any value (as text); a number column takes integers
         into a float column; anything else is refused, naming the column and both types.
         """
-        files = _parts(self.runs)
+        files = live_parts(self.runs)
         if not files:
             return dict(spec_types)
         try:
@@ -233,6 +275,7 @@ class Store:
         """Write one batch: a jobs file and a segments file when any outcome carries them, then
         a runs file (which is what makes its cells stored)."""
         now = dt.datetime.now(dt.timezone.utc)
+        seq = self._next_seq()
         rows = sorted((o["row"] for o in outcomes), key=lambda r: r["cell_index"])
         columns: dict[str, list[Any]] = {field.name: [] for field in self.schema}
         for row in rows:
@@ -240,6 +283,8 @@ class Store:
                 value = row.get(field.name)
                 if field.name == "written_at":
                     value = now
+                elif field.name == SEQ:
+                    value = seq
                 elif pa.types.is_string(field.type) and field.name in self._spec_types:
                     value = _to_text(value)
                 elif isinstance(value, float) and math.isnan(value) and pa.types.is_integer(field.type):
@@ -254,37 +299,43 @@ class Store:
             count = sum(len(jobs["job_id"]) for jobs in with_jobs)
             merged = {}
             for field in self.job_schema:
-                if field.name == "written_at":
-                    merged[field.name] = pa.array([now] * count, field.type)
+                if field.name in ("written_at", SEQ):
+                    merged[field.name] = pa.array([now if field.name == "written_at" else seq] * count, field.type)
                     continue
                 parts = [
                     jobs[field.name] if field.name in jobs else np.full(len(jobs["job_id"]), np.nan)
                     for jobs in with_jobs
                 ]
                 merged[field.name] = pa.array(np.concatenate(parts), field.type, from_pandas=True)
-            self._write_table(self.jobs, pa.table(merged, schema=self.job_schema))
+            _write_part(self.jobs, pa.table(merged, schema=self.job_schema), seq)
         with_segments = [o.get("segments") for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"])]
         with_segments = [seg for seg in with_segments if seg is not None]
         if with_segments:
             columns = {
                 field.name: [value for seg in with_segments for value in seg[field.name]]
                 for field in self.segment_schema
-                if field.name != "written_at"
+                if field.name not in ("written_at", SEQ)
             }
             columns["nodes"] = [list(nodes) for nodes in columns["nodes"]]
             columns["written_at"] = [now] * len(columns["cell_id"])
-            self._write_table(self.segments, pa.table(columns, schema=self.segment_schema))
+            columns[SEQ] = [seq] * len(columns["cell_id"])
+            _write_part(self.segments, pa.table(columns, schema=self.segment_schema), seq)
         # The runs file last: a cell is stored (and skipped by a re-run) once its runs row
         # exists, so that row must never exist without the cell's per-job records and
         # segments. If a write above fails (a full disk), the batch has no runs rows and is
         # redone; the files it did write match no runs row and no reader returns them.
-        self._write_table(self.runs, runs)
+        _write_part(self.runs, runs, seq)
 
-    def _write_table(self, folder: Path, table: pa.Table) -> None:
-        name = f"part-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
-        tmp = folder / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, folder / name)
+    def _next_seq(self) -> int:
+        """The write counter of the next batch: one more than any part file of the folder has.
+
+        Read from the file names, so that it takes no file reads, survives any crash (a
+        number is taken once its file is in place) and never goes back (a compaction's file
+        carries the largest number of those it replaces). Only the holder of the folder's
+        lock writes, so no two writers take the same number.
+        """
+        names = [name for folder in (self.runs, self.jobs, self.segments) for name in _part_names(folder)]
+        return 1 + max((_seq_of(name) for name in names), default=0)
 
     @staticmethod
     def _write_bytes(path: Path, data: bytes) -> None:
@@ -295,38 +346,33 @@ class Store:
     # -- reading -----------------------------------------------------------------------------
     def stored_ids(self) -> dict[str, str]:
         """cell_id -> status of every cell already stored (newest row wins)."""
-        files = _parts(self.runs)
-        if not files:
+        runs = read_table(self.runs, columns=["status"])
+        if not runs.num_rows:
             return {}
-        try:
-            table = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "status", "written_at"])
-        except (pa.ArrowException, OSError) as error:
-            raise unreadable_part(files, error) from None
-        order = np.argsort(table.column("written_at").to_numpy(), kind="stable")
-        ids = table.column("cell_id").to_numpy(zero_copy_only=False)[order]
-        status = table.column("status").to_numpy(zero_copy_only=False)[order]
-        return dict(zip(ids.tolist(), status.tolist()))
+        return dict(zip(runs.column("cell_id").to_pylist(), runs.column("status").to_pylist()))
 
     def without_jobs(self) -> set[str]:
-        """Cells stored as ``ok`` whose newest run has no per-job records (stored by a sweep run
-        without ``--jobs``)."""
-        runs = read_table(self.runs, columns=["cell_id", "status", "written_at"])
-        if not runs.num_rows:
+        """Cells stored as ``ok`` whose newest run lacks its per-job records (stored by a sweep
+        run without ``--jobs``, or their file moved out) or its segments (their file moved out:
+        a run whose records show a job that started has segments)."""
+        runs = read_table(self.runs, columns=["status"]).to_pandas()
+        if runs.empty:
             return set()
-        runs = runs.select(["cell_id", "status", "written_at"]).filter(pa.compute.equal(runs.column("status"), "ok"))
-        files = _parts(self.jobs)
-        with_records: set[tuple[str, Any]] = set()
-        if files:
-            try:
-                jobs = ds.dataset(files, format="parquet").to_table(columns=["cell_id", "written_at"])
-            except (pa.ArrowException, OSError) as error:
-                raise unreadable_part(files, error) from None
-            pairs = jobs.group_by(["cell_id", "written_at"]).aggregate([])
-            with_records = set(zip(pairs.column("cell_id").to_pylist(), pairs.column("written_at").to_pylist()))
+        runs = runs[runs["status"] == "ok"]
+        columns = ["cell_id", "written_at", SEQ, "start_time"]
+        jobs = read_table(self.jobs, latest_only=False, columns=columns).to_pandas()
+        with_records: set[tuple[Any, Any]] = set()
+        started: set[tuple[Any, Any]] = set()
+        if not jobs.empty:
+            keys = [name for name in ("cell_id", "written_at", SEQ) if name in jobs.columns]
+            with_records = set(run_keys(jobs[keys].drop_duplicates()))
+            started = set(run_keys(jobs.loc[jobs["start_time"].notna(), keys].drop_duplicates()))
+        segments = read_table(self.segments, latest_only=False, columns=["cell_id", "written_at", SEQ]).to_pandas()
+        with_segments = set(run_keys(segments.drop_duplicates())) if not segments.empty else set()
         return {
             cell
-            for cell, written in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())
-            if (cell, written) not in with_records
+            for cell, key in zip(runs["cell_id"], run_keys(runs))
+            if key not in with_records or (key in started and key not in with_segments)
         }
 
 
@@ -335,6 +381,7 @@ _RECOVERY = {
     "runs": "move it out of the folder: the next `tiersweep sweep` computes the cells it held again",
     "jobs": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their per-job records again",
     "segments": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their segments again",
+    "trials": "move it out of the folder: the next `tiersweep tune` of the study writes it again from its storage",
 }
 
 
@@ -402,7 +449,7 @@ def read_configs(root: str | Path, manifest: Mapping[str, Any] | None = None) ->
         return configs
     known = [entry.get("config") for entry in configs]
     older = []
-    for name in _parts(root / "runs"):
+    for name in live_parts(root / "runs"):
         try:
             metadata = pq.read_schema(name).metadata or {}
             config = json.loads(metadata.get(b"tiersweep.config", b"null"))
@@ -414,10 +461,154 @@ def read_configs(root: str | Path, manifest: Mapping[str, Any] | None = None) ->
     return older + configs
 
 
-def _parts(folder: Path) -> list[str]:
+def _seq_of(name: str) -> int:
+    """The write counter in a part file's name (0 for a name an older version wrote)."""
+    match = _PART.match(name)
+    return int(match.group(1)) if match else 0
+
+
+def _part_names(folder: Path, pattern: str = "part-*.parquet") -> list[str]:
+    """Names of the part files of ``folder`` (temporary files excluded), oldest write first."""
     if not folder.is_dir():
         return []
-    return sorted(str(p) for p in folder.glob("part-*.parquet"))
+    names = [path.name for path in folder.glob(pattern) if not path.name.startswith(".")]
+    return sorted(names, key=lambda name: (_seq_of(name), name))
+
+
+def _replaced_by(folder: Path, names: Sequence[str]) -> dict[str, list[str]]:
+    """merged file -> the part names it replaces, for each merged file among ``names``."""
+    replaces = {}
+    for name in names:
+        match = _PART.match(name)
+        if not (match and match.group(2)):
+            continue
+        try:
+            listed = json.loads(pq.read_schema(folder / name).metadata[_REPLACES])
+        except (pa.ArrowException, OSError, KeyError, TypeError, ValueError):
+            listed = []  # unreadable: it replaces nothing, and reading it says so, naming it
+        replaces[name] = [str(item) for item in listed] if isinstance(listed, list) else []
+    return replaces
+
+
+def live_parts(folder: str | Path, pattern: str = "part-*.parquet") -> list[str]:
+    """The part files of ``folder`` that hold its rows, oldest write first: every one but
+    those a completed compaction replaced (see :func:`compact`)."""
+    folder = Path(folder)
+    names = _part_names(folder, pattern)
+    replaced = {name for listed in _replaced_by(folder, names).values() for name in listed}
+    return [str(folder / name) for name in names if name not in replaced]
+
+
+def _remove_replaced(folder: Path) -> None:
+    """Delete the files of ``folder`` that a completed compaction replaced; idempotent.
+
+    A merged file that is itself replaced goes only once the files it replaces are gone:
+    deleted before them, it would let them count again.
+    """
+    names = _part_names(folder)
+    replaces = _replaced_by(folder, names)
+    present = set(names)
+    pending = [name for name in names if name in {item for listed in replaces.values() for item in listed}]
+    while pending:
+        left = [name for name in pending if any(item in present for item in replaces.get(name, ()))]
+        for name in pending:
+            if name not in left:
+                try:
+                    os.remove(folder / name)
+                except FileNotFoundError:
+                    pass
+                present.discard(name)
+        if len(left) == len(pending):
+            break  # (a merged file replaces only files older than itself: never reached)
+        pending = left
+
+
+def _write_part(folder: Path, table: pa.Table, seq: int, replaces: Sequence[str] | None = None) -> None:
+    """Write ``table`` as a part file of ``folder`` with write counter ``seq``: under a
+    temporary name, renamed into place. With ``replaces`` (part names), a merged file that
+    makes those files obsolete in the same rename."""
+    suffix = ""
+    if replaces is not None:
+        suffix = "-merged"
+        metadata = {**(table.schema.metadata or {}), _REPLACES: json.dumps(sorted(replaces)).encode()}
+        table = table.replace_schema_metadata(metadata)
+    name = f"part-{seq:012d}-{uuid.uuid4().hex[:8]}{suffix}.parquet"
+    tmp = folder / f".{name}.tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, folder / name)
+
+
+def _placing(table: pa.Table) -> pd.DataFrame:
+    """The columns of ``table`` that say which write each row comes from."""
+    return table.select([name for name in ("cell_id", "written_at", SEQ) if name in table.column_names]).to_pandas()
+
+
+def _order_keys(frame: pd.DataFrame) -> list[tuple[int, Any]]:
+    """Each row's place in the store's write order: ``(write_seq, written_at)``.
+
+    Rows an older version stored have no write counter: they count as older than every row
+    that has one (-1), and among themselves by their time of writing, as they did then.
+    """
+    seqs = frame[SEQ].tolist() if SEQ in frame.columns else [None] * len(frame)
+    return [(-1 if pd.isna(seq) else int(seq), at) for seq, at in zip(seqs, frame["written_at"].tolist())]
+
+
+def write_order(frame: pd.DataFrame) -> np.ndarray:
+    """Positions of the rows of ``frame`` (with ``written_at`` and, if stored, ``write_seq``)
+    from the oldest write to the newest; rows of one write keep their order."""
+    keys = _order_keys(frame)
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+
+
+def run_keys(frame: pd.DataFrame) -> list[tuple[Any, Any]]:
+    """The stored run each row of ``frame`` (runs rows, per-job records or segments) belongs to:
+    its cell and write counter (a batch writes a cell once), or its cell and time of writing
+    for rows an older version stored."""
+    cells = frame["cell_id"].tolist()
+    return [(cell, ("seq", seq) if seq >= 0 else ("at", at)) for cell, (seq, at) in zip(cells, _order_keys(frame))]
+
+
+def claimed_by(records: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
+    """Which rows of ``records`` (per-job records or segments) belong to a run of ``runs``
+    (:func:`run_keys`), as a boolean array."""
+    keys = set(run_keys(runs))
+    return _per_write(records, lambda writes: [key in keys for key in run_keys(writes)])
+
+
+def _per_write(frame: pd.DataFrame, decide: Callable[[pd.DataFrame], Sequence[bool]]) -> np.ndarray:
+    """``decide`` of each row of ``frame``, asked once per distinct write (cell, counter, time)
+    rather than once per row: a cell's thousands of records share one answer."""
+    columns = [name for name in ("cell_id", "written_at", SEQ) if name in frame.columns]
+    placing = frame[columns]
+    groups = placing.groupby(columns, dropna=False, sort=False).ngroup().to_numpy()
+    return np.asarray(decide(placing.drop_duplicates(columns)), dtype=bool)[groups]
+
+
+def read_parts(
+    folder: str | Path,
+    read: Callable[[list[str]], _T],
+    *,
+    files: Sequence[str] | None = None,
+    pattern: str = "part-*.parquet",
+) -> _T | None:
+    """``read`` of the :func:`live_parts` of ``folder`` (or of ``files``); None when there are none.
+
+    Raises:
+        TiersweepError: A file cannot be read (:func:`unreadable_part`). A file that is gone
+            because a compaction or sweep deleted it as retired meanwhile is no error: the
+            folder is listed again, once.
+    """
+    for attempt in (1, 2):
+        listed = live_parts(folder, pattern) if files is None else list(files)
+        if not listed:
+            return None
+        try:
+            return read(listed)
+        except (pa.ArrowException, OSError) as error:
+            if files is None and attempt == 1 and not all(os.path.exists(f) for f in listed):
+                continue
+            raise unreadable_part(listed, error) from None
+    raise AssertionError("unreachable")
 
 
 def read_table(
@@ -428,29 +619,28 @@ def read_table(
     columns: Collection[str] | None = None,
 ) -> pa.Table:
     """All part files of ``folder`` (or just ``files``) as one table (schemas unified; missing
-    columns null).
+    columns null). By default the files are :func:`live_parts`.
 
-    For ``runs``, ``latest_only`` keeps the newest row of each cell. ``columns`` reads only
-    those of them the folder has (Parquet reads columns apart: a large folder's few columns
-    cost a fraction of the whole).
+    For ``runs``, ``latest_only`` keeps the newest row of each cell (:func:`write_order`).
+    ``columns`` reads only those of them the folder has (Parquet reads columns apart: a large
+    folder's few columns cost a fraction of the whole).
     """
-    files = _parts(Path(folder)) if files is None else list(files)
-    if not files:
-        return pa.table({})
-    try:
+
+    def read(files: list[str]) -> pa.Table:
         schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
         names = None
         if columns is not None:
-            wanted = set(columns) | ({"cell_id", "written_at", "cell_index"} if latest_only else set())
+            wanted = set(columns) | ({"cell_id", "written_at", SEQ, "cell_index"} if latest_only else set())
             names = [name for name in schema.names if name in wanted]
-        table = ds.dataset(files, schema=schema, format="parquet").to_table(columns=names)
-    except (pa.ArrowException, OSError) as error:
-        raise unreadable_part(files, error) from None
+        return ds.dataset(files, schema=schema, format="parquet").to_table(columns=names)
+
+    table = read_parts(folder, read, files=files)
+    if table is None:
+        return pa.table({})
     if latest_only and "written_at" in table.column_names and table.num_rows:
-        frame = table.select(["cell_id", "written_at"]).to_pandas()
-        frame["row"] = np.arange(len(frame))
-        keep = frame.sort_values(["written_at", "row"]).drop_duplicates("cell_id", keep="last")["row"]
-        table = table.take(pa.array(np.sort(keep.to_numpy())))
+        frame = _placing(table)
+        keep = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last").index.to_numpy()
+        table = table.take(pa.array(np.sort(keep)))
         table = table.sort_by("cell_index")
     return table
 
@@ -461,13 +651,10 @@ def read_jobs(root: str | Path, table: str = "jobs") -> pa.Table:
     rows = read_table(Path(root) / table, latest_only=False)
     if not rows.num_rows:
         return rows
-    runs = read_table(Path(root) / "runs")
+    runs = read_table(Path(root) / "runs", columns=[])
     if not runs.num_rows:
         return rows.slice(0, 0)  # records that no stored run claims (a batch a full disk cut short)
-    runs = runs.select(["cell_id", "written_at"])
-    keys = {(c, w) for c, w in zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist())}
-    mask = [(c, w) in keys for c, w in zip(rows.column("cell_id").to_pylist(), rows.column("written_at").to_pylist())]
-    return rows.filter(pa.array(mask))
+    return rows.filter(pa.array(claimed_by(_placing(rows), runs.to_pandas())))
 
 
 def compact(root: str | Path) -> tuple[int, int]:
@@ -480,37 +667,44 @@ def compact(root: str | Path) -> tuple[int, int]:
     row listed has its per-job records among the files listed. Per-job records and segments
     are dropped only where a newer run of their cell supersedes them; records that no listed
     run claims (a batch still being written, or one a full disk interrupted) are kept.
+
+    Atomic as readers see it, however it is stopped: see the module's description. It first
+    deletes what an interrupted compaction retired, then merges only live files.
     """
     root = Path(root)
     if not (root / "runs").is_dir():
         raise TiersweepError(f"{root}: not a sweep's results folder (it has no runs/ folder)")
     with FolderLock(root, "compact"):
-        listed = {name: _parts(root / name) for name in ("runs", "jobs", "segments")}
+        for name in _TABLES:
+            _remove_replaced(root / name)
+        listed = {name: live_parts(root / name) for name in _TABLES}
         before = sum(len(files) for files in listed.values())
         runs = read_table(root / "runs", files=listed["runs"])
         latest = {}
         if runs.num_rows:
-            latest = dict(zip(runs.column("cell_id").to_pylist(), runs.column("written_at").to_pylist()))
+            frame = _placing(runs)
+            latest = dict(zip(frame["cell_id"].tolist(), _order_keys(frame)))
         after = 0
         for name, files in listed.items():
             if len(files) <= 1:
                 after += len(files)
                 continue
             table = runs if name == "runs" else _not_superseded(read_table(root / name, latest_only=False, files=files), latest)
-            Store(root)._write_table(root / name, table)
-            for f in files:
-                os.remove(f)
+            names = [Path(f).name for f in files]
+            _write_part(root / name, table, max(_seq_of(n) for n in names), replaces=names)
+            _remove_replaced(root / name)
             after += 1
         return before, after
 
 
-def _not_superseded(rows: pa.Table, latest: dict[str, Any]) -> pa.Table:
+def _not_superseded(rows: pa.Table, latest: dict[str, tuple[int, Any]]) -> pa.Table:
     """The per-job rows (or segments) not superseded by a newer run of their cell (``latest``:
-    cell_id -> written_at of its newest stored run)."""
+    cell_id -> :func:`_order_keys` of its newest stored run)."""
     if not rows.num_rows:
         return rows
-    keep = [
-        cell not in latest or written >= latest[cell]
-        for cell, written in zip(rows.column("cell_id").to_pylist(), rows.column("written_at").to_pylist())
-    ]
-    return rows.filter(pa.array(keep))
+
+    def newest(writes: pd.DataFrame) -> list[bool]:
+        cells = writes["cell_id"].tolist()
+        return [cell not in latest or key >= latest[cell] for cell, key in zip(cells, _order_keys(writes))]
+
+    return rows.filter(pa.array(_per_write(_placing(rows), newest)))

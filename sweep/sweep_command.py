@@ -64,7 +64,7 @@ def sweep_command(
     if outcome.extra.get("again_for_jobs"):
         print(
             f"{outcome.extra['again_for_jobs']} of the computed cells were stored without per-job records "
-            f"(a run without --jobs) and were computed again for them"
+            f"or segments (a run without --jobs, or their file moved out) and were computed again for them"
         )
     if outcome.computed:
         print(f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s")

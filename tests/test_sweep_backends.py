@@ -49,7 +49,7 @@ def serial_run(tmp_path_factory):
 
 
 def _jobs_frame(root):
-    return read_jobs(root).to_pandas().drop(columns="written_at").sort_values(["cell_id", "job_id"]).reset_index(drop=True)
+    return read_jobs(root).to_pandas().drop(columns=["written_at", "write_seq"]).sort_values(["cell_id", "job_id"]).reset_index(drop=True)
 
 
 def _check_same_as_serial(root, serial_root):

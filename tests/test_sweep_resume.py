@@ -49,7 +49,7 @@ BASE = {"workload": {"model": "jann97", "jobs": 2000}, "platform": {"nodes": 64,
 SMALL = {"workload": {"model": "jann97", "jobs": 1000}, "platform": {"nodes": 64, "tiers": 2}}
 GRID = {"policy.name": ["easy", "amcbf", "fcfs"], "workload.load": [0.5, 0.7, 0.9]}
 #: Columns that legitimately differ between two computations of the same cell.
-VOLATILE = ["wall_seconds", "written_at", "host"]
+VOLATILE = ["wall_seconds", "written_at", "write_seq", "host"]
 
 #: ``tiersweep`` through ``tiersweep.cli.main`` with the batch target ``BATCH_SECONDS`` set from the
 #: first argument (in whichever sweep module sizes batches): with the default 3 s a serial

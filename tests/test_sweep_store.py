@@ -33,7 +33,8 @@ from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.store import Store, compact, read_jobs, read_table, spec_column_types
 from sweep_helpers import small_config, small_raw
 
-PART = re.compile(r"^part-\d{8}T\d{12}-[0-9a-f]{8}\.parquet$")
+PART = re.compile(r"^part-\d{12}-[0-9a-f]{8}\.parquet$")
+MERGED = re.compile(r"^part-\d{12}-[0-9a-f]{8}-merged\.parquet$")
 
 FIXED_TYPES = {
     "cell_id": pa.string(),
@@ -50,6 +51,7 @@ FIXED_TYPES = {
     "trace_digest": pa.string(),
     "host": pa.string(),
     "written_at": pa.timestamp("us", tz="UTC"),
+    "write_seq": pa.int64(),
 }
 
 
@@ -294,7 +296,7 @@ def test_compact_merges_the_parts_and_keeps_the_newest_rows(forced, capsys):
     assert capsys.readouterr().out.strip() == f"{root}: {before} files -> 3"
     (runs,) = parts(root / "runs")
     (jobs,) = parts(root / "jobs")
-    assert PART.match(runs.name) and PART.match(jobs.name)
+    assert MERGED.match(runs.name) and MERGED.match(jobs.name)
     frame = pd.read_parquet(root / "runs")
     assert len(frame) == 8 and frame["cell_index"].tolist() == list(range(8))
     assert frame.set_index("cell_id")["written_at"].to_dict() == newest.to_dict()
