@@ -34,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..core.errors import SpecError, TiersweepError, first_line
+from ..core.safe_files import atomic_writer, write_atomic
 from .folder_lock import FolderLock
 
 __all__ = ["Store", "read_table", "read_jobs", "compact", "spec_column_types", "read_manifest", "unreadable_part"]
@@ -268,15 +269,12 @@ class Store:
 
     def _write_table(self, folder: Path, table: pa.Table) -> None:
         name = f"part-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
-        tmp = folder / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, folder / name)
+        with atomic_writer(folder / name) as handle:
+            pq.write_table(table, handle)
 
     @staticmethod
     def _write_bytes(path: Path, data: bytes) -> None:
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
 
     # -- reading -----------------------------------------------------------------------------
     def stored_ids(self) -> dict[str, str]:
