@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
-from .reaper import descendants, start_reaper
+from .reaper import owner_marker, settled, start_reaper
 
 __all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
 
@@ -263,15 +263,12 @@ class RayBackend(Backend):
                 )
             else:
                 options["address"] = address
-            import signal
-            import threading
-
-            # ray.init replaces the SIGTERM handler (with one that dumps a C++ stack and exits
-            # without stopping the sweep): keep the command line's, which stops it like Ctrl-C.
-            main_thread = threading.current_thread() is threading.main_thread()
-            on_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+            # The local cluster's processes must not outlive this driver, however it ends, even
+            # while Ray is still starting: each carries the reaper's marker from its start.
+            marker = owner_marker() if self._started_here else None
+            self._reaper = start_reaper([], marker) if marker else None
             try:
-                with _RayNotes() as notes:
+                with _RayStart(marker, local=self._started_here), _RayNotes() as notes:
                     ray.init(**options)
                 self.notes.extend(notes.messages)
             except ConnectionError as error:
@@ -283,10 +280,14 @@ class RayBackend(Backend):
             except ValueError as error:  # an address Ray cannot use (ray:// without Ray Client)
                 raise TiersweepError(f"--address {address}: {error}") from None
             finally:
-                if on_sigterm is not None:
-                    signal.signal(signal.SIGTERM, on_sigterm)
-        # The local cluster's processes must not outlive this driver, however it ends.
-        self._reaper = start_reaper(descendants()) if self._started_here else None
+                if not ray.is_initialized():
+                    self._remove_folder()  # no close() follows a failed start
+            if self._reaper is not None:
+                settled(self._reaper)
+            if self._started_here:
+                self.notes.extend(_loopback_check(ray))
+        else:
+            self._reaper = None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_batch)
         self._refs: dict[Any, tuple[int, Tasks]] = {}
@@ -328,6 +329,9 @@ class RayBackend(Backend):
     def close(self) -> None:
         if self._started_here or (self._abandoned and self._connected_here):
             self._ray.shutdown()
+        self._remove_folder()
+
+    def _remove_folder(self) -> None:
         if self._folder is not None:
             import shutil
 
@@ -367,6 +371,104 @@ class _RayNotes:
     def __exit__(self, *exc: object) -> None:
         for handler in self._handlers:
             handler.removeFilter(self)
+
+
+class _RayStart:
+    """The conditions ``ray.init`` runs under: a SIGTERM during it stops the sweep, a local
+    cluster listens on loopback only, and its processes carry the reaper's marker.
+
+    * SIGTERM. ``ray.init`` takes several seconds and replaces the SIGTERM handler three times
+      on the way (with handlers that call ``sys.exit``, after stopping part of what it started
+      or not), and its C++ core installs one that prints a stack dump and aborts (exit 134).
+      The C++ one is turned off for the start (``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``; the
+      processes a local Ray starts inherit that, so a crashing worker logs no C++ stack); the
+      Python ones cannot be kept out, so a signal is noticed through the wakeup file
+      descriptor of :mod:`signal` instead, and once ``ray.init`` has returned or failed the
+      caller's handler is put back and given the signal (the command line's stops the sweep
+      with exit 143).
+    * Loopback. Ray's processes listen on every interface unless the node's address is
+      127.0.0.1, and Ray turns a 127.0.0.1 given to ``ray.init`` into the machine's network
+      address unless it runs as a single-machine Ray (``ENABLE_RAY_CLUSTER`` off, the default
+      on macOS and Windows, from the ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` setting read at
+      import): for a local cluster that setting is off during the start.
+    """
+
+    _SETTINGS = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+
+    def __init__(self, marker: str | None, *, local: bool) -> None:
+        self.local = local
+        self.environment = dict(self._SETTINGS)
+        if marker:
+            name, value = marker.split("=", 1)
+            self.environment[name] = value
+        self._saved_environment: dict[str, str | None] = {}
+        self._handler: Any = None
+        self._pipe: tuple[int, int] | None = None
+        self._wakeup = -1
+        self._cluster_setting: Any = None
+
+    def __enter__(self) -> "_RayStart":
+        import signal
+        import threading
+
+        self._saved_environment = {name: os.environ.get(name) for name in self.environment}
+        os.environ.update(self.environment)
+        if self.local:
+            from ray._private import ray_constants
+
+            self._cluster_setting = ray_constants.ENABLE_RAY_CLUSTER
+            ray_constants.ENABLE_RAY_CLUSTER = False
+        if threading.current_thread() is threading.main_thread():
+            self._handler = signal.getsignal(signal.SIGTERM)
+            self._pipe = os.pipe()
+            for fd in self._pipe:
+                os.set_blocking(fd, False)
+            self._wakeup = signal.set_wakeup_fd(self._pipe[1], warn_on_full_buffer=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if self.local:
+            from ray._private import ray_constants
+
+            ray_constants.ENABLE_RAY_CLUSTER = self._cluster_setting
+        if self._pipe is None:
+            return
+        signal.set_wakeup_fd(self._wakeup)
+        signal.signal(signal.SIGTERM, self._handler)
+        try:
+            received = os.read(self._pipe[0], 4096)
+        except BlockingIOError:
+            received = b""
+        for fd in self._pipe:
+            os.close(fd)
+        self._pipe = None
+        if signal.SIGTERM in received:
+            # Raised from here, the caller's exception replaces Ray's SystemExit.
+            if callable(self._handler):
+                self._handler(signal.SIGTERM, None)
+            elif self._handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _loopback_check(ray: Any) -> list[str]:
+    """A note for the summary when the local Ray Ray started does not listen on loopback only
+    (a Ray whose way of choosing the node's address changed)."""
+    import ipaddress
+
+    try:
+        address = ray.util.get_node_ip_address()
+        if ipaddress.ip_address(address).is_loopback:
+            return []
+    except (ValueError, AttributeError):
+        address = "unknown"
+    return [f"the local Ray's node address is {address}, not 127.0.0.1: it may be reachable from the network"]
 
 
 #: Backend names for ``--backend``.
