@@ -380,32 +380,35 @@ class _RayStart:
     * SIGTERM. ``ray.init`` takes several seconds and replaces the SIGTERM handler three times
       on the way (with handlers that call ``sys.exit``, after stopping part of what it started
       or not), and its C++ core installs one that prints a stack dump and aborts (exit 134).
-      The C++ one is turned off for the start (``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``; the
-      processes a local Ray starts inherit that, so a crashing worker logs no C++ stack); the
-      Python ones cannot be kept out, so a signal is noticed through the wakeup file
-      descriptor of :mod:`signal` instead, and once ``ray.init`` has returned or failed the
-      caller's handler is put back and given the signal (the command line's stops the sweep
-      with exit 143).
+      The C++ one is not installed in this process (Ray's ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``
+      setting, on during the start: a crash of the driver's Ray core then prints no C++ stack;
+      Ray's own processes keep theirs); the Python ones cannot be kept out, so a signal is
+      noticed through the wakeup file descriptor of :mod:`signal` instead, and once
+      ``ray.init`` has returned or failed the caller's handler is put back and given the
+      signal (the command line's stops the sweep with exit 143).
     * Loopback. Ray's processes listen on every interface unless the node's address is
       127.0.0.1, and Ray turns a 127.0.0.1 given to ``ray.init`` into the machine's network
       address unless it runs as a single-machine Ray (``ENABLE_RAY_CLUSTER`` off, the default
       on macOS and Windows, from the ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` setting read at
       import): for a local cluster that setting is off during the start.
+
+    Both settings are Ray's module constants (read when ``ray`` is imported, which may have
+    happened before), set here for the start and put back after it.
     """
 
-    _SETTINGS = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
-
     def __init__(self, marker: str | None, *, local: bool) -> None:
-        self.local = local
-        self.environment = dict(self._SETTINGS)
+        self.environment: dict[str, str] = {}
         if marker:
             name, value = marker.split("=", 1)
             self.environment[name] = value
+        self.settings = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": True}
+        if local:
+            self.settings["ENABLE_RAY_CLUSTER"] = False
         self._saved_environment: dict[str, str | None] = {}
+        self._saved_settings: dict[str, Any] = {}
         self._handler: Any = None
         self._pipe: tuple[int, int] | None = None
         self._wakeup = -1
-        self._cluster_setting: Any = None
 
     def __enter__(self) -> "_RayStart":
         import signal
@@ -413,11 +416,13 @@ class _RayStart:
 
         self._saved_environment = {name: os.environ.get(name) for name in self.environment}
         os.environ.update(self.environment)
-        if self.local:
-            from ray._private import ray_constants
+        from ray._private import ray_constants
 
-            self._cluster_setting = ray_constants.ENABLE_RAY_CLUSTER
-            ray_constants.ENABLE_RAY_CLUSTER = False
+        # A Ray without one of them goes on without it (the loopback check reports the effect).
+        known = [name for name in self.settings if hasattr(ray_constants, name)]
+        self._saved_settings = {name: getattr(ray_constants, name) for name in known}
+        for name in known:
+            setattr(ray_constants, name, self.settings[name])
         if threading.current_thread() is threading.main_thread():
             self._handler = signal.getsignal(signal.SIGTERM)
             self._pipe = os.pipe()
@@ -434,14 +439,15 @@ class _RayStart:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        if self.local:
-            from ray._private import ray_constants
+        from ray._private import ray_constants
 
-            ray_constants.ENABLE_RAY_CLUSTER = self._cluster_setting
+        for name, value in self._saved_settings.items():
+            setattr(ray_constants, name, value)
         if self._pipe is None:
             return
         signal.set_wakeup_fd(self._wakeup)
-        signal.signal(signal.SIGTERM, self._handler)
+        if self._handler is not None:  # (None: a handler not set from Python, which cannot be put back)
+            signal.signal(signal.SIGTERM, self._handler)
         try:
             received = os.read(self._pipe[0], 4096)
         except BlockingIOError:

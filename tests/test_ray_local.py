@@ -42,10 +42,12 @@ def _config(tmp_path: Path, seeds: int) -> Path:
 
 def _start(tmp_path: Path, seeds: int) -> subprocess.Popen:
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
-    command = [sys.executable, "-m", "tiersweep", "sweep", str(_config(tmp_path, seeds)), "--out", str(tmp_path / "out")]
+    config = _config(tmp_path, seeds)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "tiersweep", "sweep", str(config), "--out", str(out), "--backend", "ray"]
     with open(tmp_path / "output.txt", "wb") as output:
         return subprocess.Popen(
-            [*command, "--backend", "ray"], cwd=PROJECT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=PROJECT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
 
 
@@ -140,7 +142,8 @@ def _is_loopback(address: str) -> bool:
 def test_a_local_ray_listens_on_loopback_only(tmp_path):
     proc = _start(tmp_path, seeds=60)
     try:
-        _wait_for("a stored batch", lambda: list((tmp_path / "out" / "ray" / "runs").glob("part-*.parquet")), proc, tmp_path)
+        runs = tmp_path / "out" / "ray" / "runs"
+        _wait_for("a stored batch", lambda: list(runs.glob("part-*.parquet")), proc, tmp_path)
         members = _session(proc.pid)
         sockets = _listening([proc.pid, *members])
         commands = {pid: _command(pid) for pid, _, _ in sockets}
