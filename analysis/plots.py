@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..core.safe_files import save_figure
 from .stats import POLICY, summary
 
 __all__ = [
@@ -71,8 +72,7 @@ def _save(fig, path: str | Path, *, tight: bool = True) -> Path:
     plt = _pyplot()
     if tight:
         fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -175,8 +175,7 @@ def metric_grid(
     if title:
         fig.suptitle(title, y=1.04)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.22 / (3.6 * rows)))  # a legend's height above the panels
-    path = Path(path)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    path = save_figure(fig, path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -36,6 +36,7 @@ import pandas as pd
 import yaml
 
 from ..core.errors import TiersweepError
+from ..core.safe_files import refuse_link, write_atomic
 from ..core.spec import canonical_key
 from ..sweep.points import point_columns, repeated_seeds
 from ..sweep.store import read_configs, read_manifest
@@ -276,6 +277,7 @@ def write_report(
     """
     root = Path(root)
     out = Path(out) if out is not None else root / "report"
+    refuse_link(out / "index.html")  # before any figure is drawn, not after
     runs = load(root)
     if runs.empty:
         raise FileNotFoundError(f"{root}: no runs stored (expected {root}/runs/*.parquet)")
@@ -318,7 +320,7 @@ def write_report(
         on_warning(warning)
     constant = [m for m in metrics if _constant(ok[m])]
     page = out / "index.html"
-    page.write_text(_html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent), encoding="utf-8")
+    write_atomic(page, _html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent))
     return page
 
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..core.safe_files import save_figure
 from .plots import LABELS, spans_decades
 
 __all__ = ["write_tuning_plots", "plot_history", "enqueued_baseline"]
@@ -121,7 +122,7 @@ def write_tuning_plots(
         if resize:  # room for every panel and the colour bar optuna adds on the right
             figure.set_size_inches(max(6.5, 4.2 * len(axes) + 1.5), 4.5)
         path = folder / f"{name}.png"
-        figure.savefig(path, dpi=110, bbox_inches="tight")
+        save_figure(figure, path, dpi=110, bbox_inches="tight")
         plt.close(figure)
         written[name] = path
 

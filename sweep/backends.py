@@ -23,7 +23,7 @@ from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
 from .redact import redact
-from .reaper import descendants, start_reaper
+from .reaper import owner_marker, settled, start_reaper
 
 __all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
 
@@ -264,15 +264,12 @@ class RayBackend(Backend):
                 )
             else:
                 options["address"] = address
-            import signal
-            import threading
-
-            # ray.init replaces the SIGTERM handler (with one that dumps a C++ stack and exits
-            # without stopping the sweep): keep the command line's, which stops it like Ctrl-C.
-            main_thread = threading.current_thread() is threading.main_thread()
-            on_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+            # The local cluster's processes must not outlive this driver, however it ends, even
+            # while Ray is still starting: each carries the reaper's marker from its start.
+            marker = owner_marker() if self._started_here else None
+            self._reaper = start_reaper([], marker) if marker else None
             try:
-                with _RayNotes() as notes:
+                with _RayStart(marker, local=self._started_here), _RayNotes() as notes:
                     ray.init(**options)
                 self.notes.extend(redact(message) for message in notes.messages)
             except ConnectionError as error:
@@ -286,10 +283,14 @@ class RayBackend(Backend):
             except ValueError as error:  # an address Ray cannot use (ray:// without Ray Client)
                 raise TiersweepError(redact(f"--address {address}: {error}")) from None
             finally:
-                if on_sigterm is not None:
-                    signal.signal(signal.SIGTERM, on_sigterm)
-        # The local cluster's processes must not outlive this driver, however it ends.
-        self._reaper = start_reaper(descendants()) if self._started_here else None
+                if not ray.is_initialized():
+                    self._remove_folder()  # no close() follows a failed start
+            if self._reaper is not None:
+                settled(self._reaper)
+            if self._started_here:
+                self.notes.extend(_loopback_check(ray))
+        else:
+            self._reaper = None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_batch)
         self._refs: dict[Any, tuple[int, Tasks]] = {}
@@ -331,6 +332,9 @@ class RayBackend(Backend):
     def close(self) -> None:
         if self._started_here or (self._abandoned and self._connected_here):
             self._ray.shutdown()
+        self._remove_folder()
+
+    def _remove_folder(self) -> None:
         if self._folder is not None:
             import shutil
 
@@ -370,6 +374,110 @@ class _RayNotes:
     def __exit__(self, *exc: object) -> None:
         for handler in self._handlers:
             handler.removeFilter(self)
+
+
+class _RayStart:
+    """The conditions ``ray.init`` runs under: a SIGTERM during it stops the sweep, a local
+    cluster listens on loopback only, and its processes carry the reaper's marker.
+
+    * SIGTERM. ``ray.init`` takes several seconds and replaces the SIGTERM handler three times
+      on the way (with handlers that call ``sys.exit``, after stopping part of what it started
+      or not), and its C++ core installs one that prints a stack dump and aborts (exit 134).
+      The C++ one is not installed in this process (Ray's ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``
+      setting, on during the start: a crash of the driver's Ray core then prints no C++ stack;
+      Ray's own processes keep theirs); the Python ones cannot be kept out, so a signal is
+      noticed through the wakeup file descriptor of :mod:`signal` instead, and once
+      ``ray.init`` has returned or failed the caller's handler is put back and given the
+      signal (the command line's stops the sweep with exit 143).
+    * Loopback. Ray's processes listen on every interface unless the node's address is
+      127.0.0.1, and Ray turns a 127.0.0.1 given to ``ray.init`` into the machine's network
+      address unless it runs as a single-machine Ray (``ENABLE_RAY_CLUSTER`` off, the default
+      on macOS and Windows, from the ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` setting read at
+      import): for a local cluster that setting is off during the start.
+
+    Both settings are Ray's module constants (read when ``ray`` is imported, which may have
+    happened before), set here for the start and put back after it.
+    """
+
+    def __init__(self, marker: str | None, *, local: bool) -> None:
+        self.environment: dict[str, str] = {}
+        if marker:
+            name, value = marker.split("=", 1)
+            self.environment[name] = value
+        self.settings = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": True}
+        if local:
+            self.settings["ENABLE_RAY_CLUSTER"] = False
+        self._saved_environment: dict[str, str | None] = {}
+        self._saved_settings: dict[str, Any] = {}
+        self._handler: Any = None
+        self._pipe: tuple[int, int] | None = None
+        self._wakeup = -1
+
+    def __enter__(self) -> "_RayStart":
+        import signal
+        import threading
+
+        self._saved_environment = {name: os.environ.get(name) for name in self.environment}
+        os.environ.update(self.environment)
+        from ray._private import ray_constants
+
+        # A Ray without one of them goes on without it (the loopback check reports the effect).
+        known = [name for name in self.settings if hasattr(ray_constants, name)]
+        self._saved_settings = {name: getattr(ray_constants, name) for name in known}
+        for name in known:
+            setattr(ray_constants, name, self.settings[name])
+        if threading.current_thread() is threading.main_thread():
+            self._handler = signal.getsignal(signal.SIGTERM)
+            self._pipe = os.pipe()
+            for fd in self._pipe:
+                os.set_blocking(fd, False)
+            self._wakeup = signal.set_wakeup_fd(self._pipe[1], warn_on_full_buffer=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        from ray._private import ray_constants
+
+        for name, value in self._saved_settings.items():
+            setattr(ray_constants, name, value)
+        if self._pipe is None:
+            return
+        signal.set_wakeup_fd(self._wakeup)
+        if self._handler is not None:  # (None: a handler not set from Python, which cannot be put back)
+            signal.signal(signal.SIGTERM, self._handler)
+        try:
+            received = os.read(self._pipe[0], 4096)
+        except BlockingIOError:
+            received = b""
+        for fd in self._pipe:
+            os.close(fd)
+        self._pipe = None
+        if signal.SIGTERM in received:
+            # Raised from here, the caller's exception replaces Ray's SystemExit.
+            if callable(self._handler):
+                self._handler(signal.SIGTERM, None)
+            elif self._handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _loopback_check(ray: Any) -> list[str]:
+    """A note for the summary when the local Ray Ray started does not listen on loopback only
+    (a Ray whose way of choosing the node's address changed)."""
+    import ipaddress
+
+    try:
+        address = ray.util.get_node_ip_address()
+        if ipaddress.ip_address(address).is_loopback:
+            return []
+    except (ValueError, AttributeError):
+        address = "unknown"
+    return [f"the local Ray's node address is {address}, not 127.0.0.1: it may be reachable from the network"]
 
 
 #: Backend names for ``--backend``.

@@ -5,7 +5,8 @@ compaction running beside a sweep could delete part files written after it read 
 The lock is an advisory ``flock`` on ``OUT/NAME/.tiersweep.lock``: the operating system drops
 it when its holder exits, however it exits (SIGKILL included), so a lock is never stale on
 the machine that took it. The file also says who holds it (command, pid, host, since when)
-for the message a second writer gets. ``flock`` is local to one machine: on a network file
+for the message a second writer gets. A symbolic link (or a hard link) at the lock's name is
+refused, never written through. ``flock`` is local to one machine: on a network file
 system shared by several hosts it may not exclude writers on other hosts.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..core.errors import TiersweepError
+from ..core.safe_files import open_in_place
 from .paths import make_folder
 
 __all__ = ["FolderLock", "FolderBusyError", "LOCK_NAME"]
@@ -59,7 +61,9 @@ class FolderLock:
         self._make_folder()
         path = self.root / LOCK_NAME
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Opened in place (other processes lock this inode), so never through a link: one
+            # planted here would have the holder's record written over its target.
+            fd = open_in_place(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
             if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
 from ..core.errors import TiersweepError
+from ..core.safe_files import atomic_writer
 from .paths import make_folder
 
 __all__ = ["write_job_records"]
@@ -20,29 +20,28 @@ def write_job_records(records: Mapping[str, np.ndarray], path: str | Path) -> No
     """Write one row per job to ``path``: ``.csv`` (standard library) or ``.parquet`` (pyarrow).
 
     Unknown values (nan) are written as empty CSV cells or Parquet nulls. The file is written
-    under a temporary name and renamed into place.
+    under a temporary name and renamed into place (a symbolic link at ``path`` is refused).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise TiersweepError(f"--jobs-out {path}: expected a .csv or .parquet file name")
     make_folder(path.parent, f"--jobs-out {path}")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = pa.table({name: pa.array(values, from_pandas=True) for name, values in records.items()})
-        pq.write_table(table, tmp)
+        with atomic_writer(path) as handle:
+            pq.write_table(table, handle)
     else:
         columns = list(records)
         rows = zip(*(records[c].tolist() for c in columns))
-        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        with atomic_writer(path, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)
             for row in rows:
                 writer.writerow(["" if isinstance(v, float) and math.isnan(v) else _compact(v) for v in row])
-    os.replace(tmp, path)
 
 
 def _compact(value: object) -> object:

@@ -57,6 +57,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..core.errors import SpecError, TiersweepError, first_line
+from ..core.safe_files import atomic_writer, write_atomic
 from .folder_lock import FolderLock
 
 __all__ = [
@@ -339,9 +340,7 @@ class Store:
 
     @staticmethod
     def _write_bytes(path: Path, data: bytes) -> None:
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
 
     # -- reading -----------------------------------------------------------------------------
     def stored_ids(self) -> dict[str, str]:
@@ -533,9 +532,8 @@ def _write_part(folder: Path, table: pa.Table, seq: int, replaces: Sequence[str]
         metadata = {**(table.schema.metadata or {}), _REPLACES: json.dumps(sorted(replaces)).encode()}
         table = table.replace_schema_metadata(metadata)
     name = f"part-{seq:012d}-{uuid.uuid4().hex[:8]}{suffix}.parquet"
-    tmp = folder / f".{name}.tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, folder / name)
+    with atomic_writer(folder / name) as handle:
+        pq.write_table(table, handle)
 
 
 def _placing(table: pa.Table) -> pd.DataFrame:

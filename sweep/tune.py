@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import SpecError, TiersweepError
+from ..core.safe_files import atomic_writer
 from ..core.spec import canonical_key
 
 from .cells import Cell, cell_id, flatten, replicate_seed
@@ -427,10 +428,9 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     folder = root / "trials"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "trials.parquet"
-    tmp = folder / f".trials.parquet.tmp-{os.getpid()}"
     table = pa.Table.from_pylist(rows)
     shown = json.dumps(_shown_config(config), sort_keys=True).encode()
     table = table.replace_schema_metadata({b"tiersweep.config": shown})
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_writer(path) as handle:
+        pq.write_table(table, handle)
     return path

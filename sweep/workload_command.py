@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SpecError
+from ..core.safe_files import save_figure
 from ..core.spec import validate_spec
 from ..core.workloads.build import MODEL_DEFAULT_NODES, build_workload, model_records
 from ..core.workloads.describe import describe_jobs
@@ -146,5 +147,5 @@ def _plot(jobs: list, nodes: int, path: str, *, title: str) -> None:
     axes[2].set_xlabel("hour of day (from the first submit)")
     fig.suptitle(f"{title}: {len(jobs):,} jobs on {nodes} nodes")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

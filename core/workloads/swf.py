@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from ..errors import TraceChangedError, TraceFormatError
+from ..safe_files import write_atomic
 
 __all__ = ["SWF_FIELDS", "SwfLog", "read_swf", "write_swf", "header_int", "not_a_regular_file"]
 
@@ -511,7 +512,4 @@ def write_swf(
     path = os.fspath(path)
     if path.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    write_atomic(path, data)
