@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Callable, Sequence
 
-__all__ = ["main", "build_parser", "whole_number", "plain_number", "quoted"]
+__all__ = ["main", "build_parser", "whole_number", "plain_number", "quoted", "shortened"]
 
 
 #: The longest value an argument error quotes in full (a value of thousands of characters would
@@ -140,9 +140,52 @@ def inapplicable(args: argparse.Namespace) -> str | None:
     return None
 
 
+#: The longest word an error message shows whole: a value of thousands of characters (a path,
+#: a number) is cut, so that the error stays one readable line.
+_LONGEST_WORD = 100
+
+
+def shortened(message: str) -> str:
+    """``message`` with each word longer than :data:`_LONGEST_WORD` characters cut to its start
+    and its length."""
+    return re.sub(
+        rf"\S{{{_LONGEST_WORD + 1},}}", lambda word: f"{word[0][:40]}... ({len(word[0]):,} characters)", message
+    )
+
+
+def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Why a text argument cannot be used, or None: an empty value (which a command would take
+    for "not given" and use the default), or text that is not UTF-8 (a file name of other
+    bytes: results and reports record names as UTF-8, and would fail once the work is done)."""
+    names = {}
+    stack = [parser]
+    while stack:
+        for action in stack.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+            else:
+                names.setdefault(action.dest, action.option_strings[-1] if action.option_strings else action.metavar)
+    for dest, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            if not text:
+                return f"{names.get(dest, dest)}: expected a value, got an empty one"
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                byte = ord(text[error.start]) & 0xFF
+                return f"{names.get(dest, dest)} {quoted(text)}: not UTF-8 text (byte 0x{byte:02x}); use UTF-8 names"
+    return None
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose epilog may be a function, called only when help is shown (the
-    spec keys' help is generated from every registered plug-in: no run should pay for it)."""
+    spec keys' help is generated from every registered plug-in: no run should pay for it), and
+    whose errors cut over-long values (:func:`shortened`)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        super().error(shortened(message))
 
     def format_help(self) -> str:
         if callable(self.epilog):
@@ -385,11 +428,12 @@ def _terminate_like_interrupt() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     from .core.errors import TiersweepError
 
     try:
-        refused = inapplicable(args)
+        refused = check_text(parser, args) or inapplicable(args)
         if refused is not None:
             raise TiersweepError(refused)
         if args.command == "run":
@@ -473,7 +517,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 return sweep_bench_command(args.sweep or ["serial", "ray"])
             return bench_command(traces, args.repeat or BENCH_REPEAT, args.quick)
     except TiersweepError as error:
-        print(f"tiersweep: error: {error}", file=sys.stderr)
+        print(f"tiersweep: error: {shortened(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, Terminated) or _TERMINATED:
@@ -506,7 +550,7 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         # A file the user named or a folder the run writes to cannot be used (read-only, no
         # permission, a file where a folder belongs): the file and the reason say it all.
-        print(f"tiersweep: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        print(f"tiersweep: error: {shortened(f'{error.filename}: {error.strerror or error}')}", file=sys.stderr)
         return 2
     raise AssertionError(f"unhandled command {args.command}")
 

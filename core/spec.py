@@ -241,8 +241,9 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, out["platform"]) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
     workload = out["workload"]
-    if workload["model"] is not None and workload["params"]:
+    if workload["model"] is not None and (workload["params"] or workload["max_size"] is not None):
         # The generator would refuse them only when the cell runs: refuse them now.
+        from .workloads.build import MODEL_DEFAULT_NODES
         from .workloads.models import check_parameters
 
         try:
@@ -250,11 +251,11 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
                 workload["model"],
                 workload["preset"],
                 workload["params"],
-                machine_size=platform_cls.job_capacity(out["platform"]),
+                machine_size=platform_cls.job_capacity(out["platform"]) or MODEL_DEFAULT_NODES,
                 max_size=workload["max_size"],
             )
         except (TypeError, ValueError) as error:  # SpecError is a ValueError too
-            raise SpecError(f"workload.params: {error}") from None
+            raise SpecError(f"workload.{'params' if workload['params'] else 'max_size'}: {error}") from None
     return out
 
 

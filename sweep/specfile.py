@@ -352,10 +352,14 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise SpecError(f"--set {text!r}: expected KEY=VALUE, such as policy.name=fcfs")
+    if not raw.strip():
+        # (Read as YAML, nothing is null, which validation takes for "not given": the default
+        # would run in place of the value the user meant to write.)
+        raise SpecError(f"--set {key.strip()}: expected a value after '=' (null to clear the key)")
     import yaml
 
     try:
-        value = yaml.load(raw, Loader=_spec_loader()) if raw else None  # noqa: S506
+        value = yaml.load(raw, Loader=_spec_loader())  # noqa: S506
     except yaml.YAMLError as error:
         if type(error).__name__ in _OWN_ERRORS:
             raise SpecError(f"--set {key.strip()}: {error.problem}") from None
