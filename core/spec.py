@@ -263,7 +263,7 @@ def _check_machine_size(platform_cls: Any, params: Mapping[str, Any]) -> None:
     """Refuse a platform of more than :data:`MAX_VMS` VMs before anything allocates them (each
     key alone may be in range while their product exhausts memory)."""
     processors = platform_cls.job_capacity(params)
-    if processors is None:  # (a trace's machine: its size is known when it is read)
+    if processors is None or not platform_cls.STATE_PER_VM:  # (None: a trace's machine, sized when read)
         return
     tiers = platform_cls.tiers_of(params)
     if processors * tiers > MAX_VMS:

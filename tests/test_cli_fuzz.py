@@ -388,6 +388,39 @@ def test_an_option_that_means_nothing_here_is_refused_naming_it(world):
         assert text.startswith(f"tiersweep: error: {option}"), text
 
 
+# -- sizes whose product exhausts memory ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("platform", "policy"),
+    [
+        ({"nodes": 10_000_000, "tiers": 64}, "amcbf"),
+        ({"kind": "shared_vms", "machines": 10_000_000, "vms": 4096}, "vm_backfill"),
+        ({"kind": "gang", "nodes": 10_000_000, "mpl": 8}, "bgs"),
+    ],
+    ids=["nodes x tiers", "machines x vms", "gang nodes x mpl"],
+)
+def test_a_machine_too_large_for_memory_is_refused_before_it_is_built(tmp_path, platform, policy):
+    # Each key is within its own bounds; their product is hundreds of millions of VMs (the
+    # first used to run until memory ran out).
+    import time
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"workload": {"model": "jann97", "jobs": 10}, "platform": platform, "policy": {"name": policy}}))
+    started = time.perf_counter()
+    found, text = outcome(["run", str(spec)], tmp_path)
+    assert found == "clear", text
+    assert text.startswith("tiersweep: error: platform: ") and "VMs" in text and "more than the 20,000,000" in text, text
+    assert time.perf_counter() - started < 10
+
+
+def test_a_large_fat_tree_is_not_refused_for_its_slots(tmp_path):
+    # Its slots are counted per server: 2 billion of them take no more memory than 8 per server.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"workload": {"model": "jann97", "jobs": 10}, "platform": {"kind": "fat_tree", "k": 128, "slots": 4096}, "policy": {"name": "bw_fcfs"}}))
+    assert outcome(["run", str(spec)], tmp_path) == ("accepted", "")
+
+
 def tally(world: World, cases: list[Case] = CASES) -> tuple[Counter, list[str]]:
     """Every case's verdict counted, and one line per defect."""
     counts: Counter = Counter()
