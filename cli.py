@@ -8,35 +8,68 @@ need them, so ``tiersweep run`` starts as fast as numpy allows.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from typing import Callable, Sequence
 
-__all__ = ["main", "build_parser", "whole_number", "plain_number"]
+__all__ = ["main", "build_parser", "whole_number", "plain_number", "quoted", "shortened"]
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argument type: a whole number of at least ``minimum``, in ASCII digits.
+#: The longest value an argument error quotes in full (a value of thousands of characters would
+#: bury the message).
+_QUOTED = 60
 
-    Python's ``int`` also takes ``1_000`` and full-width or other Unicode digits, and a
-    negative ``--max-cells`` or ``--trials`` used to be accepted and quietly mean something
-    else; each is refused here, naming the value and what was expected.
+
+#: The most digits a whole-number argument may have (more than any count or seed needs).
+_MAX_DIGITS = 30
+
+
+def quoted(text: str) -> str:
+    """``text`` as an error message quotes it: its repr, cut to :data:`_QUOTED` characters."""
+    shown = repr(text)
+    return shown if len(shown) <= _QUOTED else f"{shown[: _QUOTED - 12]}... ({len(text):,} characters)"
+
+
+def whole_number(minimum: int, maximum: int | None = None, why: str = "") -> Callable[[str], int]:
+    """An argument type: a whole number from ``minimum`` to ``maximum`` (``why`` says what the
+    upper bound protects), in ASCII digits.
+
+    Python's ``int`` also takes ``1_000`` and full-width or other Unicode digits, fails with a
+    message about ``sys.set_int_max_str_digits`` past 4,300 digits, and a negative
+    ``--max-cells`` or ``--trials`` used to be accepted and quietly mean something else; each is
+    refused here, naming the value and what was expected.
     """
+    expected = f"a whole number of at least {minimum:,}" if maximum is None else (
+        f"a whole number from {minimum:,} to {maximum:,}" + (f" ({why})" if why else "")
+    )
 
     def parse(text: str) -> int:
-        if not re.fullmatch(r"[-+]?[0-9]+", text.strip()) or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, got {text!r}")
-        return int(text)
+        if not re.fullmatch(r"[-+]?[0-9]+", text.strip()):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {quoted(text)}")
+        digits = len(text.strip().lstrip("+-").lstrip("0"))
+        if digits > _MAX_DIGITS:  # (before int(), which refuses thousands of digits, or is slow)
+            raise argparse.ArgumentTypeError(f"expected {expected} (at most {_MAX_DIGITS} digits), got {digits:,} digits")
+        value = int(text)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {quoted(text)}")
+        return value
 
     parse.__name__ = "whole number"
     return parse
 
 
 def plain_number(text: str) -> float:
-    """An argument type: a finite decimal number in ASCII (``0.8``, ``1e-3``)."""
-    if not re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", text.strip()):
-        raise argparse.ArgumentTypeError(f"expected a decimal number such as 0.8, got {text!r}")
+    """An argument type: a finite decimal number in ASCII (``0.8``, ``1e-3``); ``1e309``, which
+    Python reads as infinity, is refused with the rest."""
+    if (
+        len(text) > 100
+        or not re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", text.strip())
+        or not math.isfinite(float(text))
+    ):
+        raise argparse.ArgumentTypeError(f"expected a finite decimal number such as 0.8, got {quoted(text)}")
     return float(text)
+
 
 def spec_help() -> str:
     """Every spec key with its default and meaning, generated from the declared parameters."""
@@ -74,9 +107,85 @@ def spec_help() -> str:
     return "\n".join(lines)
 
 
+#: ``tiersweep bench``'s defaults (given here, not to the parser, so that an option given
+#: where it means nothing can be told from one left out).
+BENCH_TRACE_FOLDER = "../shared/traces"
+BENCH_REPEAT = 3
+BENCH_REFERENCE = "../shared/bench/textbook_easy.py"
+
+
+def inapplicable(args: argparse.Namespace) -> str | None:
+    """Why an option given means nothing with the others given (the backend, the benchmark
+    chosen), or None. Accepting such an option without a word lets a user believe it acted:
+    a sweep on the serial backend "on" the cluster of ``--address``, a sweep benchmark run
+    "with" ``--repeat 10``."""
+    command = args.command
+    if command in ("sweep", "tune") and args.address is not None and args.backend != "ray":
+        return f"--address {args.address}: only --backend ray connects to a cluster, not --backend {args.backend}"
+    if command == "sweep" and args.dry_run and args.max_cells is not None:
+        return "--max-cells: --dry-run lists every cell and computes none; give one of them"
+    if command == "bench":
+        if args.scale and args.sweep is not None:
+            return "--scale and --sweep are two different benchmarks; give one of them"
+        chosen = "--scale" if args.scale else "--sweep" if args.sweep is not None else None
+        unused = {
+            "--scale": ("--repeat",),
+            "--sweep": ("--traces", "--repeat", "--quick", "--reference"),
+            None: ("--reference",),
+        }[chosen]
+        for option in unused:
+            if getattr(args, option[2:]) not in (None, False):
+                taken = f"the {chosen} benchmark does not take it" if chosen else "only --scale takes it"
+                return f"{option}: {taken}"
+    return None
+
+
+#: The longest word an error message shows whole: a value of thousands of characters (a path,
+#: a number) is cut, so that the error stays one readable line.
+_LONGEST_WORD = 100
+
+
+def shortened(message: str) -> str:
+    """``message`` with each word longer than :data:`_LONGEST_WORD` characters cut to its start
+    and its length."""
+    return re.sub(
+        rf"\S{{{_LONGEST_WORD + 1},}}", lambda word: f"{word[0][:40]}... ({len(word[0]):,} characters)", message
+    )
+
+
+def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Why a text argument cannot be used, or None: an empty value (which a command would take
+    for "not given" and use the default), or text that is not UTF-8 (a file name of other
+    bytes: results and reports record names as UTF-8, and would fail once the work is done)."""
+    names = {}
+    stack = [parser]
+    while stack:
+        for action in stack.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+            else:
+                names.setdefault(action.dest, action.option_strings[-1] if action.option_strings else action.metavar)
+    for dest, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            if not text:
+                return f"{names.get(dest, dest)}: expected a value, got an empty one"
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                byte = ord(text[error.start]) & 0xFF
+                return f"{names.get(dest, dest)} {quoted(text)}: not UTF-8 text (byte 0x{byte:02x}); use UTF-8 names"
+    return None
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose epilog may be a function, called only when help is shown (the
-    spec keys' help is generated from every registered plug-in: no run should pay for it)."""
+    spec keys' help is generated from every registered plug-in: no run should pay for it), and
+    whose errors cut over-long values (:func:`shortened`)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        super().error(shortened(message))
 
     def format_help(self) -> str:
         if callable(self.epilog):
@@ -173,7 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
         "a tuned key or one the variants set is refused)",
     )
     tune.add_argument("--out", default="results", help="results folder [%(default)s]")
-    tune.add_argument("--trials", type=whole_number(1), help="finished trials to reach [the config's]")
+    tune.add_argument(
+        "--trials",
+        type=whole_number(1, 1_000_000, "a longer study would run for years"),
+        help="finished trials to reach [the config's]",
+    )
     tune.add_argument("--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]")
     tune.add_argument("--backend", choices=["ray", "process", "serial"], default="ray", help="where cells run [%(default)s]")
     tune.add_argument("--address", help="an existing Ray cluster")
@@ -258,8 +371,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Time FCFS and EASY on the full KTH-SP2, CTC-SP2 and HPC2N logs and print "
         "jobs simulated per second, then time `tiersweep run` as a whole process.",
     )
-    bench.add_argument("--traces", default="../shared/traces", help="folder holding the logs [%(default)s]")
-    bench.add_argument("--repeat", type=whole_number(1), default=3, help="runs per measurement; the best is shown [%(default)s]")
+    bench.add_argument("--traces", help=f"folder holding the logs [{BENCH_TRACE_FOLDER}]")
+    bench.add_argument(
+        "--repeat",
+        type=whole_number(1, 100, "each repeat runs every measurement again"),
+        help=f"runs per measurement; the best is shown [{BENCH_REPEAT}]",
+    )
     bench.add_argument("--quick", action="store_true", help="KTH-SP2 only")
     bench.add_argument(
         "--scale",
@@ -269,12 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--reference",
-        default="../shared/bench/textbook_easy.py",
-        help="the bare textbook EASY loop that --scale compares with [%(default)s]",
+        help=f"the bare textbook EASY loop that --scale compares with [{BENCH_REFERENCE}]",
     )
     bench.add_argument(
         "--sweep",
         nargs="*",
+        choices=["serial", "process", "ray"],
         metavar="BACKEND",
         help="instead: time a 60-cell sweep (about 1 s per cell) on these backends [serial ray]",
     )
@@ -319,10 +436,14 @@ def _terminate_like_interrupt() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     from .core.errors import TiersweepError
 
     try:
+        refused = check_text(parser, args) or inapplicable(args)
+        if refused is not None:
+            raise TiersweepError(refused)
         if args.command == "run":
             from .sweep.run_command import run_command
 
@@ -395,16 +516,17 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "bench":
             from .sweep.bench import bench_command, sweep_bench_command
 
+            traces = args.traces or BENCH_TRACE_FOLDER
             if args.scale:
                 from .sweep.scale_bench import scale_bench_command
 
-                return scale_bench_command(args.traces, args.reference, args.quick)
+                return scale_bench_command(traces, args.reference or BENCH_REFERENCE, args.quick)
 
             if args.sweep is not None:
                 return sweep_bench_command(args.sweep or ["serial", "ray"])
-            return bench_command(args.traces, args.repeat, args.quick)
+            return bench_command(traces, args.repeat or BENCH_REPEAT, args.quick)
     except TiersweepError as error:
-        print(f"tiersweep: error: {error}", file=sys.stderr)
+        print(f"tiersweep: error: {shortened(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, Terminated) or _TERMINATED:
@@ -437,7 +559,7 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         # A file the user named or a folder the run writes to cannot be used (read-only, no
         # permission, a file where a folder belongs): the file and the reason say it all.
-        print(f"tiersweep: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        print(f"tiersweep: error: {shortened(f'{error.filename}: {error.strerror or error}')}", file=sys.stderr)
         return 2
     raise AssertionError(f"unhandled command {args.command}")
 

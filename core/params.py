@@ -23,6 +23,7 @@ __all__ = [
     "positive_fraction",
     "cpu_range",
     "number_or",
+    "number_in",
     "number_at_least",
     "one_of",
     "boolean",
@@ -106,6 +107,18 @@ def int_in(low: int, high: int, why: str) -> Checker:
         if is_whole(value) and low <= value <= high:
             return int(value)
         raise ValueError(f"expected an integer from {low:,} to {high:,} ({why}), got {value!r}")
+
+    return check
+
+
+def number_in(low: float, high: float, why: str) -> Checker:
+    """A number from ``low`` to ``high``; ``why`` says what lies beyond the bounds (a denormal
+    or a huge factor that scales to infinity, or to nothing, long after validation)."""
+
+    def check(value: Any) -> float:
+        if _is_number(value) and low <= value <= high:
+            return float(value)
+        raise ValueError(f"expected a number from {low:g} to {high:g} ({why}), got {value!r}")
 
     return check
 

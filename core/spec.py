@@ -26,11 +26,11 @@ from .params import (
     boolean,
     cpu_range,
     int_in,
+    number_in,
     seed_value,
     one_of,
     positive_fraction,
     positive_int,
-    positive_number,
     unit_interval,
 )
 from .capabilities import pair_problem
@@ -68,6 +68,13 @@ def _mapping(value: Any) -> dict[str, Any]:
 #: The most jobs a workload may have (a million take about 1 GB in a run).
 MAX_JOBS = 100_000_000
 
+#: The offered loads a workload may be scaled to (arrival gaps are whole seconds: far beyond
+#: these, scaling leaves every gap zero or overflows them).
+MIN_LOAD, MAX_LOAD = 0.001, 100.0
+#: The most VMs (processors x tiers) a platform may have: each VM's state takes about 70
+#: bytes, so this is about 1.5 GB; a larger machine would exhaust memory as the run starts.
+MAX_VMS = 20_000_000
+
 #: The keys of ``workload``.
 WORKLOAD_PARAMS: dict[str, Param] = {
     "trace": Param(any_string, doc="path of an SWF file (plain or gzip); or give a model"),
@@ -83,7 +90,10 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         doc="model: largest job size (default: 256 within the machine for feitelson96 and jann97, "
         "the machine size for lublin03)",
     ),
-    "load": Param(positive_number, doc="target offered load sum(size*runtime)/(nodes*span), reached by scaling gaps"),
+    "load": Param(
+        number_in(MIN_LOAD, MAX_LOAD, "gaps scaled further are weeks long, or all zero"),
+        doc="target offered load sum(size*runtime)/(nodes*span), reached by scaling gaps",
+    ),
     "load_method": Param(
         one_of("auto", "rescale", "model"),
         default="auto",
@@ -224,14 +234,16 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "platform", platform, {**COMMON_PLATFORM_PARAMS, **platform_cls.params}, {"kind": platform_cls.kind}
     )
     platform_cls.check_params(out["platform"])
+    _check_machine_size(platform_cls, out["platform"])
     out["policy"] = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
     problem = _pair_problem(policy_cls.name, platform_cls.kind, out["platform"])
     if problem is not None:
         fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, out["platform"]) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
     workload = out["workload"]
-    if workload["model"] is not None and workload["params"]:
+    if workload["model"] is not None and (workload["params"] or workload["max_size"] is not None):
         # The generator would refuse them only when the cell runs: refuse them now.
+        from .workloads.build import MODEL_DEFAULT_NODES
         from .workloads.models import check_parameters
 
         try:
@@ -239,12 +251,28 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
                 workload["model"],
                 workload["preset"],
                 workload["params"],
-                machine_size=platform_cls.job_capacity(out["platform"]),
+                machine_size=platform_cls.job_capacity(out["platform"]) or MODEL_DEFAULT_NODES,
                 max_size=workload["max_size"],
             )
         except (TypeError, ValueError) as error:  # SpecError is a ValueError too
-            raise SpecError(f"workload.params: {error}") from None
+            raise SpecError(f"workload.{'params' if workload['params'] else 'max_size'}: {error}") from None
     return out
+
+
+def _check_machine_size(platform_cls: Any, params: Mapping[str, Any]) -> None:
+    """Refuse a platform of more than :data:`MAX_VMS` VMs before anything allocates them (each
+    key alone may be in range while their product exhausts memory)."""
+    processors = platform_cls.job_capacity(params)
+    if processors is None or not platform_cls.STATE_PER_VM:  # (None: a trace's machine, sized when read)
+        return
+    tiers = platform_cls.tiers_of(params)
+    if processors * tiers > MAX_VMS:
+        product = f"{processors:,} processors x {tiers:,} tiers = {processors * tiers:,}" if tiers > 1 else f"{processors:,}"
+        given = ", ".join(f"{k} {v:,}" for k, v in params.items() if k != "kind" and isinstance(v, int) and not isinstance(v, bool) and v > 1)
+        raise SpecError(
+            f"platform: {product} VMs ({given}), "
+            f"more than the {MAX_VMS:,} a run may hold (each VM's state takes memory); make the platform smaller"
+        )
 
 
 def _pair_problem(name: str, kind: str, platform_params: Mapping[str, Any] | None) -> str | None:

@@ -9,11 +9,13 @@ from typing import Mapping
 
 import numpy as np
 
-from ..core.errors import TiersweepError
 from ..core.safe_files import atomic_writer
-from .paths import make_folder
+from .paths import output_file
 
-__all__ = ["write_job_records"]
+__all__ = ["write_job_records", "JOB_FILE_SUFFIXES"]
+
+#: The file name endings of per-job records, one per format.
+JOB_FILE_SUFFIXES = (".csv", ".parquet")
 
 
 def write_job_records(records: Mapping[str, np.ndarray], path: str | Path) -> None:
@@ -22,11 +24,8 @@ def write_job_records(records: Mapping[str, np.ndarray], path: str | Path) -> No
     Unknown values (nan) are written as empty CSV cells or Parquet nulls. The file is written
     under a temporary name and renamed into place (a symbolic link at ``path`` is refused).
     """
-    path = Path(path)
+    path = output_file(path, "--jobs-out", JOB_FILE_SUFFIXES)
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet"):
-        raise TiersweepError(f"--jobs-out {path}: expected a .csv or .parquet file name")
-    make_folder(path.parent, f"--jobs-out {path}")
     if suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -128,8 +128,13 @@ def run_command(spec_path: str, overrides: list[str], as_json: bool, jobs_out: s
     Relative trace paths in the file are taken from its folder, those of ``overrides`` from the
     current directory."""
     spec = apply_overrides(load_run_spec(spec_path), overrides)
+    if jobs_out is not None:
+        from .jobs_file import JOB_FILE_SUFFIXES
+        from .paths import output_file
+
+        output_file(jobs_out, "--jobs-out", JOB_FILE_SUFFIXES)  # (before the run, not after it)
     result = simulate(spec)
-    if jobs_out:
+    if jobs_out is not None:
         from .jobs_file import write_job_records
 
         write_job_records(result.jobs, jobs_out)

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.errors import SpecError
 from ..core.spec import MODEL_ONLY_KEYS, TRACE_ONLY_KEYS, canonical_key, set_key
+from .paths import not_a_file
 
 __all__ = [
     "load_spec_file",
@@ -52,12 +53,16 @@ __all__ = [
     "check_kind",
     "MAX_DEPTH",
     "MAX_VALUES",
+    "MAX_DIGITS",
 ]
 
 #: Deepest nesting of mappings and lists a spec file may have (a real sweep config has five).
 MAX_DEPTH = 64
 #: Most values (mapping entries and list items, aliases expanded) a spec file may hold.
 MAX_VALUES = 200_000
+#: The most digits an integer in a spec may have: one of more is larger than the largest
+#: float (1.8e308), so no spec key takes it.
+MAX_DIGITS = 309
 
 
 def load_spec_file(path: str | Path) -> dict[str, Any]:
@@ -80,6 +85,9 @@ def read_spec_file(path: str | Path) -> tuple[dict[str, Any], str]:
         SpecError: As :func:`load_spec_file`.
     """
     path = Path(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise SpecError(f"{path}: is {kind}, not a spec file")
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -228,6 +236,11 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+#: The loader's own refusals (of a file that is valid YAML): reported as they are, not as
+#: "not valid YAML".
+_OWN_ERRORS = ("RepeatedKeyError", "LongNumberError")
+
+
 def _load_yaml(where: str, text: str) -> Any:
     import yaml
 
@@ -237,7 +250,7 @@ def _load_yaml(where: str, text: str) -> Any:
         mark = getattr(error, "problem_mark", None)
         at = f"{where}:{mark.line + 1}" if mark is not None else where
         problem = getattr(error, "problem", None) or str(error)
-        if type(error).__name__ == "RepeatedKeyError":
+        if type(error).__name__ in _OWN_ERRORS:
             raise SpecError(f"{at}: {problem}") from None
         raise SpecError(f"{at}: not valid YAML: {problem}") from None
     except RecursionError:
@@ -260,6 +273,9 @@ def _spec_loader() -> type:
     class RepeatedKeyError(ConstructorError):
         """A key given twice in one mapping."""
 
+    class LongNumberError(ConstructorError):
+        """An integer of more digits than any spec key takes."""
+
     class SpecLoader(yaml.SafeLoader):
         """Safe loading, YAML 1.2 core scalars, no repeated keys."""
 
@@ -280,7 +296,16 @@ def _spec_loader() -> type:
             return super().construct_mapping(node, deep=deep)
 
         def construct_decimal_int(self, node: Any) -> int:
-            return int(self.construct_scalar(node))  # decimal only: 010 is ten, as in YAML 1.2
+            text = self.construct_scalar(node)
+            digits = len(text.lstrip("+-").lstrip("0"))
+            if digits > MAX_DIGITS:  # (int() refuses more than 4,300 digits, with a traceback)
+                raise LongNumberError(
+                    None,
+                    None,
+                    f"a number of {digits:,} digits, larger than any spec key takes (at most {MAX_DIGITS} digits)",
+                    node.start_mark,
+                )
+            return int(text)  # decimal only: 010 is ten, as in YAML 1.2
 
     SpecLoader.yaml_implicit_resolvers = {
         first: [(tag, regexp) for tag, regexp in resolvers if tag not in replaced]
@@ -327,11 +352,17 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise SpecError(f"--set {text!r}: expected KEY=VALUE, such as policy.name=fcfs")
+    if not raw.strip():
+        # (Read as YAML, nothing is null, which validation takes for "not given": the default
+        # would run in place of the value the user meant to write.)
+        raise SpecError(f"--set {key.strip()}: expected a value after '=' (null to clear the key)")
     import yaml
 
     try:
-        value = yaml.load(raw, Loader=_spec_loader()) if raw else None  # noqa: S506
-    except yaml.YAMLError:
+        value = yaml.load(raw, Loader=_spec_loader())  # noqa: S506
+    except yaml.YAMLError as error:
+        if type(error).__name__ in _OWN_ERRORS:
+            raise SpecError(f"--set {key.strip()}: {error.problem}") from None
         value = raw
     except RecursionError:
         raise SpecError(f"--set {text[:60]!r}: nested too deeply") from None

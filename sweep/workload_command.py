@@ -15,11 +15,11 @@ from ..core.workloads.describe import describe_jobs
 from ..core.workloads.models import MODEL_NAMES
 from ..core.workloads.rules import jobs_from_records
 from ..core.workloads.swf import header_int, read_swf, write_swf
-from .paths import make_folder
+from .paths import output_file
 
 from .specfile import apply_overrides, load_run_spec
 
-__all__ = ["generate_command", "describe_command"]
+__all__ = ["generate_command", "describe_command", "plot_suffixes"]
 
 _LABELS = (
     ("jobs", "jobs", ""),
@@ -54,10 +54,11 @@ def generate_command(
 ) -> int:
     """Generate a model workload and write it as SWF; print where and its summary."""
     workload: dict[str, Any] = {"model": model, "jobs": jobs, "load": load, "preset": preset, "max_size": max_size}
-    spec = apply_overrides({"seed": seed, "workload": workload}, [f"workload.params.{o}" for o in overrides])
-    spec = validate_spec(spec)
+    # The machine size is the spec's platform.nodes, so that it has the same bounds as in a run.
+    raw = {"seed": seed, "workload": workload, "platform": {"nodes": nodes}}
+    spec = validate_spec(apply_overrides(raw, [f"workload.params.{o}" for o in overrides]))
+    output_file(out, "--out")
     records, header, _ = model_records(spec["workload"], seed=seed, nodes=nodes)
-    make_folder(Path(out).parent, f"--out {out}")
     write_swf(out, records, header)
     built, _ = jobs_from_records(records, capacity=nodes)
     print(f"wrote {len(records):,} jobs of {model} ({spec['workload']['preset']}, seed {seed}) to {out}")
@@ -69,6 +70,8 @@ def describe_command(path: str, overrides: list[str], as_json: bool, plot: str |
     """Describe an SWF file, the workload of a run spec, or a model's workload (``path`` a
     model name such as ``feitelson96``, with the model's defaults unless ``overrides`` set
     spec keys such as ``workload.jobs`` or ``platform.nodes``)."""
+    if plot is not None:
+        output_file(plot, "--plot", plot_suffixes())
     is_model = path in MODEL_NAMES and not Path(path).exists()
     if path.endswith((".yaml", ".yml", ".json")) or is_model:
         raw = {"workload": {"model": path}} if is_model else load_run_spec(path)
@@ -104,6 +107,14 @@ def describe_command(path: str, overrides: list[str], as_json: bool, plot: str |
         if not as_json:
             print(f"plot written to {plot}")
     return 0
+
+
+def plot_suffixes() -> tuple[str, ...]:
+    """The file name endings of the formats matplotlib writes (``.png``, ``.pdf``, ``.svg``...):
+    given another, or none, it would append ``.png`` to the name, or fail after the work."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return tuple(f".{kind}" for kind in FigureCanvasBase.get_supported_filetypes())
 
 
 def _table(stats: dict[str, float]) -> str:

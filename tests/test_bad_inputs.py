@@ -346,7 +346,8 @@ def test_output_files_get_their_folders_made_or_name_the_file_in_the_way(tmp_pat
         assert f"cannot make the folder {afile}: {afile} is a file, not a folder" in err and len(err.splitlines()) == 1
 
 
-def test_a_load_the_model_cannot_reach_names_the_key(capsys):
-    assert main(["workload", "generate", "feitelson96", "--jobs", "10", "--load", "100", "--out", "/dev/null"]) == 2
+def test_a_load_the_model_cannot_reach_names_the_key(tmp_path, capsys):
+    out = tmp_path / "x.swf"
+    assert main(["workload", "generate", "feitelson96", "--jobs", "10", "--load", "100", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tiersweep: error: workload.load: feitelson96's arrivals cannot be scaled to an offered load of 100")

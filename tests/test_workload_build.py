@@ -89,7 +89,7 @@ def test_models_default_to_320_nodes_and_their_own_preset_and_size():
         ({"trace": "x.swf", "preset": "ctc_period"}, "workload.preset: only for model workloads"),
         ({"model": "jann97", "size_field": "allocated"}, "workload.size_field: only for trace workloads"),
         ({"trace": "x.swf", "load_method": "model"}, "workload.load_method: 'model' needs a model workload"),
-        ({"model": "jann97", "load": -1}, "workload.load: expected a positive number"),
+        ({"model": "jann97", "load": -1}, "workload.load: expected a number from 0.001 to 100"),
     ],
 )
 def test_bad_workload_specs_name_the_key(workload, message):

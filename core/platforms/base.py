@@ -66,6 +66,9 @@ class BasePlatform(ABC):
     EXTRA_METRICS: ClassVar[tuple[str, ...]] = ()
     #: Per-job columns this platform adds; see :meth:`extra_job_records`.
     EXTRA_JOB_COLUMNS: ClassVar[tuple[str, ...]] = ()
+    #: Whether the platform keeps state for each VM (:meth:`job_capacity` x :meth:`tiers_of`),
+    #: so that the spec validator bounds their product; False where memory does not grow so.
+    STATE_PER_VM: ClassVar[bool] = True
 
     capacity: int
     tiers: int = 1

@@ -494,6 +494,8 @@ class FatTree(BasePlatform):
     #: Time-weighted link statistics; the platform never chooses a placement itself (no
     #: ``placement``): only policies that embed virtual clusters run here.
     CAPABILITIES = frozenset({TIME_TRACKING, EMBEDDING})
+    #: Slots are counted per server, not kept one by one: memory grows with the servers.
+    STATE_PER_VM = False
 
     def __init__(
         self, k: int = 6, slots: int = 8, link_mbps: float = 1000.0, bandwidth_check: str = HOSE, *, seed: int = 0

@@ -73,6 +73,7 @@ __all__ = [
     "long_probability",
     "repeat_pmf",
     "mean_runtime",
+    "check_parameters",
 ]
 
 NAME = "feitelson96"
@@ -143,16 +144,33 @@ def _finite(params: dict[str, Any], key: str) -> None:
     params[key] = float(value)
 
 
+#: The bounds of the parameters given in seconds (``m_s``, ``m_l``, ``mean_gap``): times are
+#: whole seconds, so a shorter mean rounds every gap or runtime to the same value (all jobs
+#: submitted at once), and a longer one (three years) leaves a workload no run can finish.
+SECONDS = (1.0, 1e8)
+#: The largest ``r_max``: the repeat distribution is tabulated up to it.
+MAX_REPEATS = 1_000_000
+
+
+def _seconds(params: dict[str, Any], key: str) -> None:
+    _positive(params, key)
+    low, high = SECONDS
+    if not low <= params[key] <= high:
+        raise ValueError(f"{NAME}: {key} must be from {low:g} to {high:g} seconds (times are whole seconds), got {params[key]!r}")
+
+
 def _validate(params: dict[str, Any]) -> dict[str, Any]:
-    for key in ("b1", "b2", "m_s", "m_l", "mean_gap", "zipf_exponent"):
+    for key in ("b1", "b2", "zipf_exponent"):
         _positive(params, key)
+    for key in ("m_s", "m_l", "mean_gap"):
+        _seconds(params, key)
     for key in ("size_exponent", "c0", "c1"):
         _finite(params, key)
     r_max = params["r_max"]
     if isinstance(r_max, numbers.Real) and not isinstance(r_max, bool) and float(r_max).is_integer():
         r_max = int(r_max)
-    if not isinstance(r_max, int) or isinstance(r_max, bool) or r_max < 1:
-        raise ValueError(f"{NAME}: r_max must be an integer >= 1, got {params['r_max']!r}")
+    if not isinstance(r_max, int) or isinstance(r_max, bool) or not 1 <= r_max <= MAX_REPEATS:
+        raise ValueError(f"{NAME}: r_max must be an integer from 1 to {MAX_REPEATS:,}, got {params['r_max']!r}")
     params["r_max"] = int(r_max)
     mode = params["repeat_mode"]
     if mode == "on_completion":
@@ -164,6 +182,34 @@ def _validate(params: dict[str, Any]) -> dict[str, Any]:
     if mode not in REPEAT_MODES:
         raise ValueError(f"{NAME}: unknown repeat_mode {mode!r}; valid choices: {', '.join(REPEAT_MODES)}")
     return params
+
+
+def _checked(
+    preset: str, overrides: Mapping[str, Any], machine_size: int | None, max_size: int | None
+) -> tuple[dict[str, Any], int]:
+    """The validated parameters and the size range of a workload on ``machine_size`` nodes
+    (None: not known yet): the checks :func:`generate` makes of its parameters."""
+    if max_size is None:
+        # The calibrated range, cut to the machine (a job never exceeds the machine).
+        max_size = min(DEFAULT_MAX_SIZE, machine_size) if isinstance(machine_size, numbers.Integral) else DEFAULT_MAX_SIZE
+    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or max_size < 1:
+        raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
+    if machine_size is not None and max_size > machine_size:
+        raise ValueError(
+            f"{NAME}: max_size {max_size} exceeds machine_size {machine_size}; pass max_size <= "
+            f"{machine_size} (the calibrated range is 1..{DEFAULT_MAX_SIZE})"
+        )
+    params = parameters(preset, **overrides)
+    _check_p_range(params, int(max_size))
+    return params, int(max_size)
+
+
+def check_parameters(
+    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
+) -> None:
+    """Raise ValueError if ``overrides`` of ``preset`` (with ``max_size``, on a machine of
+    ``machine_size`` nodes if known) are not what :func:`generate` takes."""
+    _checked(preset, overrides, machine_size, max_size)
 
 
 def _check_p_range(params: Mapping[str, Any], max_size: int) -> None:
@@ -302,19 +348,8 @@ def generate(
         math.isfinite(load_scale) and load_scale > 0
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
-    if max_size is None:
-        # The calibrated range, cut to the machine (a job never exceeds the machine).
-        max_size = min(DEFAULT_MAX_SIZE, machine_size) if isinstance(machine_size, numbers.Integral) else DEFAULT_MAX_SIZE
-    if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or max_size < 1:
-        raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
-    if max_size > machine_size:
-        raise ValueError(
-            f"{NAME}: max_size {max_size} exceeds machine_size {machine_size}; pass max_size <= "
-            f"{machine_size} (the calibrated range is 1..{DEFAULT_MAX_SIZE})"
-        )
-    jobs, machine_size, max_size, load_scale = int(jobs), int(machine_size), int(max_size), float(load_scale)
-    params = parameters(preset, **overrides)
-    _check_p_range(params, max_size)
+    params, max_size = _checked(preset, overrides, machine_size, max_size)
+    jobs, machine_size, load_scale = int(jobs), int(machine_size), float(load_scale)
 
     sizes, runtimes, repeats, gaps = _draw_jobs(params, seed, jobs, max_size)
     # First-run times in whole seconds before the merge: the chains are integer arithmetic.

@@ -60,6 +60,7 @@ __all__ = [
     "active_ranges",
     "hyper_erlang_moment",
     "hyper_erlang_sample",
+    "check_parameters",
 ]
 
 NAME = "jann97"
@@ -206,6 +207,11 @@ def range_label(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+#: The rates (1/s) of an Erlang stage: far slower ones give gaps or runtimes that overflow (or
+#: divide by zero), far faster ones round every time to zero.
+RATES = (1e-8, 100.0)
+
+
 def _integer(value: Any, what: str, minimum: int) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -239,10 +245,14 @@ def _dist(given: Any, what: str, base: Mapping[str, Any] | None = None) -> dict[
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{NAME}: {what}.p must lie in [0, 1], got {p!r}")
     out["p"] = p
+    low, high = RATES
     for key in ("lam1", "lam2"):
         rate = _number(merged[key], f"{what}.{key}")
-        if not rate > 0:
-            raise ValueError(f"{NAME}: {what}.{key} must be a positive rate (1/s), got {rate!r}")
+        if not low <= rate <= high:
+            raise ValueError(
+                f"{NAME}: {what}.{key} must be a positive rate (1/s) from {low:g} to {high:g} (a mean from 10 ms to "
+                f"three years), got {rate!r}"
+            )
         out[key] = rate
     return out
 
@@ -361,6 +371,45 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
     if rule not in SIZE_RULES:
         raise ValueError(f"{NAME}: unknown size_rule {rule!r}; valid choices: {', '.join(SIZE_RULES)}")
     return {"ranges": ranges, "size_rule": rule}
+
+
+def _checked(
+    preset: str, overrides: Mapping[str, Any], machine_size: int | None, max_size: int | None
+) -> tuple[dict[str, Any], int, list[int]]:
+    """The validated parameters, the size bound and the ranges kept under it, on a machine of
+    ``machine_size`` nodes (None: not known yet): the checks :func:`generate` makes of its
+    parameters."""
+    params = parameters(preset, **overrides)
+    if max_size is None:
+        # 256 (drops 257-322), or on a smaller machine the largest range top that fits it,
+        # so that the default never splits a range.
+        max_size = DEFAULT_MAX_SIZE
+        if isinstance(machine_size, (int, np.integer)) and machine_size < DEFAULT_MAX_SIZE:
+            tops = [r["hi"] for r in params["ranges"] if r["hi"] <= machine_size]
+            max_size = max(tops) if tops else machine_size
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
+        raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
+    if machine_size is not None and max_size > machine_size:
+        raise ValueError(
+            f"{NAME}: max_size {max_size} exceeds machine_size {machine_size}; pass max_size <= {machine_size} "
+            f"(ranges above it are then dropped)"
+        )
+    ranges = params["ranges"]
+    kept = active_ranges(ranges, int(max_size))
+    if params["size_rule"] == "empirical":
+        for i in kept:
+            if ranges[i]["sizes"] is None:
+                label = range_label(ranges[i]["lo"], ranges[i]["hi"])
+                raise ValueError(f"{NAME}: size_rule 'empirical' needs ranges[{label}].sizes (a size -> count pmf)")
+    return params, int(max_size), kept
+
+
+def check_parameters(
+    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
+) -> None:
+    """Raise ValueError if ``overrides`` of ``preset`` (with ``max_size``, on a machine of
+    ``machine_size`` nodes if known) are not what :func:`generate` takes."""
+    _checked(preset, overrides, machine_size, max_size)
 
 
 def active_ranges(ranges: Sequence[Mapping[str, Any]], max_size: int) -> list[int]:
@@ -498,30 +547,10 @@ def generate(
         math.isfinite(load_scale) and load_scale > 0
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
-    if max_size is None:
-        # 256 (drops 257-322), or on a smaller machine the largest range top that fits it,
-        # so that the default never splits a range.
-        max_size = DEFAULT_MAX_SIZE
-        if isinstance(machine_size, (int, np.integer)) and machine_size < DEFAULT_MAX_SIZE:
-            tops = [r["hi"] for r in parameters(preset, **overrides)["ranges"] if r["hi"] <= machine_size]
-            max_size = max(tops) if tops else machine_size
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
-        raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
-    if max_size > machine_size:
-        raise ValueError(
-            f"{NAME}: max_size {max_size} exceeds machine_size {machine_size}; pass max_size <= {machine_size} "
-            f"(ranges above it are then dropped)"
-        )
-    jobs, seed, machine_size, max_size = int(jobs), int(seed), int(machine_size), int(max_size)
+    params, max_size, kept = _checked(preset, overrides, machine_size, max_size)
+    jobs, seed, machine_size = int(jobs), int(seed), int(machine_size)
     load_scale = float(load_scale)
-    params = parameters(preset, **overrides)
     ranges, rule = params["ranges"], params["size_rule"]
-    kept = active_ranges(ranges, max_size)
-    if rule == "empirical":
-        for i in kept:
-            if ranges[i]["sizes"] is None:
-                label = range_label(ranges[i]["lo"], ranges[i]["hi"])
-                raise ValueError(f"{NAME}: size_rule 'empirical' needs ranges[{label}].sizes (a size -> count pmf)")
 
     if jobs:
         times, index = _arrivals(seed, ranges, kept, jobs)

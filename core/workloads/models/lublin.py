@@ -84,6 +84,9 @@ NAME = "lublin03"
 MAX_LOG_RUNTIME = 12.0
 #: Reject log-gaps above this (a gap of at most e^13 s, about 5 days).
 MAX_LOG_GAP = 13.0
+#: The least probability of a log-gap within :data:`MAX_LOG_GAP` that parameters may give
+#: (each arrival then takes a hundred draws at most, on average).
+MIN_GAP_REACH = 0.01
 #: Half-hour buckets of the daily cycle.
 BUCKETS = 48
 BUCKET_DURATION = 1800.0
@@ -233,6 +236,20 @@ def _check_set(cls: str, p: ParamSet, max_size: int | None) -> None:
     for name in ("a1", "b1", "a2", "b2", "aarr", "barr", "anum", "bnum", "arar"):
         if not getattr(p, name) > 0:
             fail(f"{name} must be positive, got {getattr(p, name)}")
+    # Log-gaps above MAX_LOG_GAP are drawn again: gamma parameters that (almost) never give a
+    # smaller one would make the generator draw for ever.
+    reach = gammainc(p.aarr * p.arar, MAX_LOG_GAP / p.barr)
+    if not reach >= MIN_GAP_REACH:
+        fail(
+            f"aarr*arar = {p.aarr * p.arar:g} and barr = {p.barr:g} give a log-gap of at most {MAX_LOG_GAP:g} "
+            f"(the model's cap) with probability {reach:.2g}, below {MIN_GAP_REACH:g}: no arrivals could be drawn"
+        )
+    try:
+        weights = _weights_tuple(float(p.anum), float(p.bnum))
+    except ZeroDivisionError:
+        weights = ()
+    if not weights or not all(math.isfinite(w) for w in weights):
+        fail(f"anum = {p.anum:g} and bnum = {p.bnum:g} give every half hour of the daily cycle a weight of 0")
     if max_size is not None and _size_bound(p) > max_size:
         fail(f"uhi {p.uhi} allows sizes up to {_size_bound(p)}, above max_size {max_size}")
 
