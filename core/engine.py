@@ -314,6 +314,7 @@ class Engine:
         self._needs_restore.add(job.index)
         self.policy.on_suspend(job)
         job.nodes = []  # after the hook, which may want to know what was freed
+        job.drop_cpu()  # drawn again if it restarts
 
     def _kill(self, job: Job) -> None:
         """Discard ``job``'s run: it frees its units and is queued again with no progress. A
@@ -329,6 +330,7 @@ class Engine:
         job.progress = 0.0
         self.policy.on_suspend(job)  # for the policy's indexes, a kill is a suspension
         job.nodes = []
+        job.drop_cpu()
 
     def _requeue(self, job: Job) -> None:
         """Release ``job``'s units and put it back in the queue at its place by arrival."""
@@ -388,6 +390,7 @@ class Engine:
         del self.running[job.index]
         self.policy.on_finish(job)
         job.nodes = ()  # after the hook; a finished job's units are kept only in its segments
+        job.drop_cpu()  # only running jobs hold per-process values
 
     def _restored(self, job: Job) -> None:
         job.rate = self._restoring.pop(job.index)
