@@ -29,8 +29,6 @@ import math
 from collections import Counter
 from typing import Callable, Sequence
 
-import numpy as np
-
 from .capabilities import pair_problem
 from .collector import collector_paused
 from .decisions import Kill, Move, Reject, Start, Suspend
@@ -351,8 +349,7 @@ class Engine:
 
     def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         old_tier, old_nodes = job.tier, job.nodes
-        # Same node per process: a priority swap (lists compared directly, arrays by numpy).
-        swap = nodes == old_nodes if type(nodes) is list and type(old_nodes) is list else bool(np.array_equal(nodes, old_nodes))
+        swap = self.platform.same_units(nodes, old_nodes)  # same node per process: a priority swap
         self._bring_up_to_date(job)
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
