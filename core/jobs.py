@@ -229,7 +229,10 @@ class Job:
 
     @cpu_est.setter
     def cpu_est(self, values: Sequence[float]) -> None:
+        if self._cpu_true is None:
+            self._materialize_cpu()
         self._cpu_est = values
+        self._cpu_draws = None  # set by hand: kept (see drop_cpu)
 
     def set_cpu(self, true: Sequence[float], est: Sequence[float] | None, total: float) -> None:
         """Set the per-process CPU usage now (``est`` None: the same as ``true``)."""

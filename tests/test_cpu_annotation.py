@@ -176,3 +176,12 @@ def test_a_finished_or_suspended_job_holds_no_per_process_values():
     assert all(job._cpu_true is None and job._cpu_est is None for job in multi)
     for job in multi:
         assert (job.cpu_true, job.cpu_est) == read_during_run[job.index]
+
+
+def test_an_estimate_set_by_hand_survives_the_end_of_a_run_segment():
+    (job,) = workload([4])
+    annotate_cpu([job], seed=0)
+    drawn = list(job.cpu_true)
+    job.cpu_est = [0.5] * 4
+    job.drop_cpu()
+    assert job.cpu_est == [0.5] * 4 and job.cpu_true == drawn
