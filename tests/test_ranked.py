@@ -22,7 +22,9 @@ def _apply(ranked: RankedSet, changes: dict) -> None:
     ranked.update(nodes, keys)
 
 
-@pytest.mark.parametrize("sort_below, shift", [(0, 2), (0, 4), (10_000, 8)], ids=["blocks of 4", "blocks of 16", "whole sort"])
+@pytest.mark.parametrize(
+    "sort_below, shift", [(0, 2), (0, 4), (10_000, 8)], ids=["blocks of 4", "blocks of 16", "whole sort"]
+)
 @settings(max_examples=150, deadline=None)
 @given(batches=st.lists(CHANGES, max_size=12), single=st.booleans(), count=st.integers(0, 45), skip=st.sets(st.integers(0, 40)))
 def test_members_come_out_by_key_then_node(sort_below, shift, batches, single, count, skip):
@@ -105,9 +107,10 @@ def test_blocks_give_the_schedule_of_a_whole_sort(monkeypatch, policy, nodes):
     # from blocks or by sorting every key (loads at which background tiers and migrations are used).
     from tiersweep.core.simulate import simulate
 
+    load = 2.5 if nodes > 1_000 else 0.9
     spec = {
         "seed": 5,
-        "workload": {"model": "lublin03", "jobs": 400, "max_size": nodes * 2 // 3, "load": 0.9 if nodes < 1000 else 2.5},
+        "workload": {"model": "lublin03", "jobs": 400, "max_size": nodes * 2 // 3, "load": load},
         "platform": {"nodes": nodes, "tiers": 2},
         "policy": {"name": policy},
     }
