@@ -29,8 +29,6 @@ import math
 from collections import Counter
 from typing import Callable, Sequence
 
-import numpy as np
-
 from .capabilities import pair_problem
 from .collector import collector_paused
 from .decisions import Kill, Move, Reject, Start, Suspend
@@ -321,6 +319,7 @@ class Engine:
         self._needs_restore.add(job.index)
         self.policy.on_suspend(job)
         job.nodes = []  # after the hook, which may want to know what was freed
+        job.drop_cpu()  # drawn again if it restarts
 
     def _kill(self, job: Job) -> None:
         """Discard ``job``'s run: it frees its units and is queued again with no progress. A
@@ -336,6 +335,7 @@ class Engine:
         job.progress = 0.0
         self.policy.on_suspend(job)  # for the policy's indexes, a kill is a suspension
         job.nodes = []
+        job.drop_cpu()
 
     def _requeue(self, job: Job) -> None:
         """Release ``job``'s units and put it back in the queue at its place by arrival."""
@@ -356,8 +356,7 @@ class Engine:
 
     def _move(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         old_tier, old_nodes = job.tier, job.nodes
-        # Same node per process: a priority swap (lists compared directly, arrays by numpy).
-        swap = nodes == old_nodes if type(nodes) is list and type(old_nodes) is list else bool(np.array_equal(nodes, old_nodes))
+        swap = self.platform.same_units(nodes, old_nodes)  # same node per process: a priority swap
         self._bring_up_to_date(job)
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
@@ -395,6 +394,7 @@ class Engine:
         del self.running[job.index]
         self.policy.on_finish(job)
         job.nodes = ()  # after the hook; a finished job's units are kept only in its segments
+        job.drop_cpu()  # only running jobs hold per-process values
 
     def _restored(self, job: Job) -> None:
         job.rate = self._restoring.pop(job.index)

@@ -41,7 +41,8 @@ class Job:
         cpu_true: True CPU usage of each process on a dedicated node, in (0, 1] (a list of
             ``size`` values; all 1.0 unless the workload's CPU annotation says otherwise).
             Materialised on first read when the annotation drew it lazily (see
-            :mod:`tiersweep.core.workloads.cpu`), or when no annotation set it.
+            :mod:`tiersweep.core.workloads.cpu`), or when no annotation set it, and dropped
+            again (:meth:`drop_cpu`) whenever the job stops holding resources.
         cpu_est: The per-process CPU usage the scheduler believes (list of ``size`` values).
         cpu_sum: ``sum(cpu_true)``: the CPU-seconds the job consumes per second of progress.
         bandwidth: Per-VM bandwidth demand in Mbps (0 unless a bandwidth annotation set it;
@@ -228,7 +229,10 @@ class Job:
 
     @cpu_est.setter
     def cpu_est(self, values: Sequence[float]) -> None:
+        if self._cpu_true is None:
+            self._materialize_cpu()
         self._cpu_est = values
+        self._cpu_draws = None  # set by hand: kept (see drop_cpu)
 
     def set_cpu(self, true: Sequence[float], est: Sequence[float] | None, total: float) -> None:
         """Set the per-process CPU usage now (``est`` None: the same as ``true``)."""
@@ -244,6 +248,14 @@ class Job:
         self._cpu_draws = draws
         self._cpu_offset = offset
         self.cpu_sum = total
+
+    def drop_cpu(self) -> None:
+        """Forget the per-process CPU usage if it can be drawn again (the engine calls this when
+        the job stops holding resources: finished, suspended or killed). The next read draws the
+        same values from the stream, so only the running jobs' values are ever held: on a large
+        log that is megabytes instead of gigabytes. Values set by hand are kept."""
+        if self._cpu_draws is not None:
+            self._cpu_true = self._cpu_est = None
 
     def _materialize_cpu(self) -> None:
         if self._cpu_draws is not None:

@@ -49,7 +49,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 import pytest
 
-from .capabilities import CAPABILITIES, EMBEDDING, MEMBERS, MOVES, PLACEMENT, TIME_TRACKING
+from .capabilities import CAPABILITIES, EMBEDDING, MOVES, PLACEMENT, TIME_TRACKING, missing_members
 from .decisions import Move, Start
 from .engine import Engine
 from .errors import PolicyError
@@ -767,7 +767,7 @@ class PolicyContract:
         platform = _instance(self.platform, self.platform_params, self.seed)
         requires = POLICIES[self.policy].requires
         assert requires <= platform.capabilities, f"missing {sorted(requires - platform.capabilities)}"
-        missing = [(c, m) for c in sorted(requires) for m in MEMBERS.get(c, ()) if not hasattr(platform, m)]
+        missing = [(c, m) for c, m in missing_members(platform) if not c or c in requires]
         assert not missing, f"platform {self.platform!r} lacks (capability, member) {missing}"
 
     @pytest.mark.parametrize("rules", sorted(RULES))
@@ -1030,9 +1030,10 @@ class PlatformContract:
         assert platform.tracks_time == (TIME_TRACKING in platform.capabilities)
 
     def test_offered_capabilities_have_their_members(self):
-        """Every member of every capability the instance offers exists."""
+        """Every member of every platform, and of every capability the instance offers, exists
+        (the protocols of :mod:`tiersweep.core.capabilities`)."""
         platform = self.instance()
-        missing = [(c, m) for c in sorted(platform.capabilities) for m in MEMBERS.get(c, ()) if not hasattr(platform, m)]
+        missing = missing_members(platform)
         assert not missing, f"platform {self.platform!r} lacks (capability, member) {missing}"
 
     def test_job_capacity_agrees_with_the_instance(self):

@@ -12,6 +12,9 @@ Cases (each names its target, printed beside the measurement):
 * EASY on Lublin workloads of 100k, 300k and 1M jobs on 10,000 nodes: time linear in jobs
   (each within 15 % of the 100k rate), peak RSS <= 2 GB.
 * ``tiersweep run`` EASY on the full KTH-SP2, whole process: <= 1.3x the bare loop.
+* The tiered-node core at cluster scale (:func:`tiered_cases`), each case in a fresh process:
+  the path (compiled or python), the ratio to EASY on the same jobs in the same run, us per
+  job, ns per process slot (the sum of the job sizes) and peak RSS.
 * AMCBF / EASY, in process: the first 20,000 CTC-SP2 jobs on 320 nodes x 2 tiers (<= 3.5x);
   FWorkload 20,000 jobs at load 0.9 (<= 3x); 5,000 Lublin jobs on 10,000 nodes x 2 tiers
   (<= 5x); and 100,000 Lublin jobs on 10,000 nodes x 2 tiers, whole process (<= 5x EASY's
@@ -34,11 +37,21 @@ from typing import Any
 
 from ..core.errors import TiersweepError
 
-__all__ = ["scale_bench_command", "Measurement", "measure_process"]
+__all__ = [
+    "scale_bench_command",
+    "Measurement",
+    "measure_process",
+    "CaseResult",
+    "measure_case",
+    "core_path",
+    "tiered_cases",
+    "tiered_bench",
+]
 
 CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
 CTC = "CTC-SP2-1996-3.1-cln.swf.gz"
+HPC2N = "HPC2N-2002-2.2-cln.swf.gz"
 #: Seconds a single case may take before it is reported as not finished.
 CASE_TIMEOUT = 900.0
 
@@ -98,6 +111,139 @@ def _in_process_seconds(spec: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
+def _simulation_child(spec_path: str, out_path: str) -> None:
+    """In a fresh process: build ``spec``'s workload and platform as a run does, time the
+    engine alone, and write the seconds, jobs and process slots to ``out_path`` as JSON."""
+    import json
+
+    from ..core.engine import Engine
+    from ..core.platforms import make_platform, platform_class
+    from ..core.policies import make_policy
+    from ..core.spec import validate_spec
+    from ..core.workloads.build import build_workload
+
+    spec = validate_spec(json.loads(Path(spec_path).read_text(encoding="utf-8")))
+    platform_spec, policy_spec = spec["platform"], spec["policy"]
+    capacity = platform_class(platform_spec["kind"]).job_capacity(platform_spec)
+    built = build_workload(spec["workload"], seed=spec["seed"], nodes=capacity)
+    platform_spec["nodes"] = built.nodes
+    platform = make_platform(platform_spec["kind"], platform_spec, seed=spec["seed"])
+    policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
+    engine = Engine(built.jobs, platform, policy, migration_cost=platform_spec["migration_cost"])
+    started = time.perf_counter()
+    engine.run()
+    seconds = time.perf_counter() - started
+    slots = sum(job.size for job in built.jobs)
+    result = {"seconds": seconds, "jobs": len(built.jobs), "slots": slots}
+    Path(out_path).write_text(json.dumps(result), encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One policy on one case, in its own process: engine seconds, jobs, process slots and the
+    process's peak RSS (MB); ``seconds`` is the whole process's when it did not finish."""
+
+    seconds: float
+    jobs: int
+    slots: int
+    peak_mb: float
+    finished: bool = True
+
+
+def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float = CASE_TIMEOUT) -> CaseResult:
+    """Run ``spec`` in a fresh process (:func:`_simulation_child`) and measure it."""
+    import json
+
+    out = folder / f"{name}.out.json"
+    command = [sys.executable, "-m", "tiersweep.sweep.scale_bench", str(_spec_file(folder, name, spec)), str(out)]
+    process = measure_process(command, timeout)
+    if not process.finished:
+        return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False)
+    child = json.loads(out.read_text(encoding="utf-8"))
+    return CaseResult(child["seconds"], child["jobs"], child["slots"], process.peak_mb)
+
+
+def core_path() -> str:
+    """Which implementation of the tiered-node core runs: ``compiled`` or ``python``."""
+    from .. import core
+
+    compiled_path = getattr(core, "compiled_path", None)
+    return compiled_path() if compiled_path is not None else "python"
+
+
+#: The target of the Lublin cases on more than 1,000 nodes.
+SUBLINEAR = "us/job <= 1.5x the 1,000-node case"
+
+
+def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], tuple[str, ...], str]]:
+    """The tiered-node cases: ``(label, spec without policy, policies, target)``; EASY runs on
+    each case too, for the ratios."""
+
+    def case(workload: dict[str, Any], nodes: int) -> dict[str, Any]:
+        return {"workload": workload, "platform": {"nodes": nodes, "tiers": 2}}
+
+    jobs = 2_000 if quick else 20_000
+    ctc = case({"trace": str(folder / CTC), "jobs": jobs}, 320)
+    lublin = {"model": "lublin03", "jobs": jobs, "max_size": 1000}
+    machines = (1_000, 93_312) if quick else (1_000, 10_000, 93_312)
+    sizes = [
+        (f"Lublin {jobs:,} jobs (max_size 1000), {n:,} nodes x 2", case(lublin, n), ("amcbf",),
+         SUBLINEAR if n > 1_000 else "")
+        for n in machines
+    ]
+    if quick:
+        return [(f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ("amcbf", "keasy"), ""), *sizes]
+    return [
+        (f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ("amcbf", "cmcbf", "smcbf", "keasy", "reasy"), ""),
+        ("HPC2N whole log, 240 nodes x 2", case({"trace": str(folder / HPC2N)}, 240), ("amcbf",), ""),
+        *sizes,
+        (
+            "Lublin 20,000 jobs, load 0.8, 93,312 nodes x 2 (sizes up to the machine)",
+            case({"model": "lublin03", "jobs": 20_000, "load": 0.8}, 93_312),
+            ("amcbf",),
+            "",
+        ),
+        ("CEA-Curie whole log, 93,312 nodes x 2", case({"trace": str(folder / CURIE)}, 93_312), ("amcbf", "keasy"),
+         "<= 30x EASY, <= 2 GB"),
+    ]
+
+
+def tiered_bench(folder: Path, quick: bool = False) -> None:
+    """Run and print :func:`tiered_cases`. The machine may be shared: only the ratios taken in
+    the same run compare."""
+    print(f"\ntiered-node core, each run in a fresh process (path: {core_path()})")
+    print(f"  {'case / policy':<64} {'seconds':>8} {'x EASY':>7} {'us/job':>8} {'ns/slot':>8} {'peak MB':>8}   target")
+    first_us: float | None = None
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for number, (label, base, policies, target) in enumerate(tiered_cases(folder, quick)):
+            print(f"  {label}")
+            easy = measure_case({**base, "policy": {"name": "easy"}}, tmp, f"case{number}-easy")
+            for policy in ("easy", *policies):
+                if policy == "easy":
+                    result = easy
+                else:
+                    result = measure_case({**base, "policy": {"name": policy}}, tmp, f"case{number}-{policy}")
+                if not result.finished:
+                    print(f"    {policy:<62} not finished in {result.seconds:.0f} s ({result.peak_mb:,.0f} MB)")
+                    continue
+                ratio = result.seconds / easy.seconds if easy.finished and easy.seconds else float("nan")
+                us_job = 1e6 * result.seconds / max(result.jobs, 1)
+                ns_slot = 1e9 * result.seconds / max(result.slots, 1)
+                verdict = ""
+                if policy != "easy" and target == SUBLINEAR:
+                    if first_us is None:
+                        verdict = "(no 1,000-node case)"
+                    else:
+                        verdict = f"{us_job / first_us:.2f}x: {_verdict(us_job <= 1.5 * first_us)}"
+                elif policy != "easy" and target:
+                    verdict = _verdict(ratio <= 30 and result.peak_mb <= 2048)
+                if policy == "amcbf" and label.endswith(" 1,000 nodes x 2"):
+                    first_us = us_job
+                print(f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
+                      f"{result.peak_mb:>8,.0f}   {target if policy != 'easy' else ''} {verdict}".rstrip())
+
+
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -136,13 +282,14 @@ def machine_description() -> str:
 def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int:
     """Run every scale case and print measurements, ratios and whether each target is met."""
     folder, script = Path(traces), Path(reference)
-    needed = [KTH] if quick else [KTH, CTC, CURIE]
+    needed = [KTH, CTC] if quick else [KTH, CTC, CURIE, HPC2N]
     missing = [n for n in needed if not (folder / n).exists()]
     if missing:
         raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
     if not script.exists():
         raise TiersweepError(f"--reference {script}: the bare textbook loop is not there")
     print(f"machine: {machine_description()}")
+    tiered_bench(folder, quick)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         logs = {}
@@ -200,3 +347,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
         _row(f"Lublin 100,000 jobs, 10,000 nodes x 2 (whole process, {amcbf.seconds:.0f} s vs {easy.seconds:.1f} s)",
              value, "<= 5x, <= 2 GB", amcbf.finished and amcbf.seconds <= 5 * easy.seconds and amcbf.peak_mb <= 2048)
     return 0
+
+
+if __name__ == "__main__":
+    _simulation_child(*sys.argv[1:3])

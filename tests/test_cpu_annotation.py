@@ -131,3 +131,57 @@ def test_neighbouring_accuracies_give_different_schedules():
     # The first reading is kept, and still shows the coincidence it was reported for.
     prior = [_amcbf_records(a, "prior") for a in (0.25, 0.5, 0.75)]
     assert np.array_equal(prior[0], prior[1]) and np.array_equal(prior[1], prior[2])
+
+
+# -- memory: per-process values are held only while a job holds resources ----------------------
+
+
+def test_a_finished_or_suspended_job_holds_no_per_process_values():
+    # Reported: the lists were materialised on first read and kept for the job's whole life
+    # (CEA-Curie, 100,000 jobs: 141 million process slots, 5.56 GB). A job that is not running
+    # holds none; a later read draws them again, the same values.
+    from tiersweep.core.engine import Engine
+    from tiersweep.core.platforms import Nodes
+    from tiersweep.core.policies import make_policy
+
+    sizes = [(3 * i) % 29 + 1 for i in range(400)]
+    jobs = [Job(i, i + 1, 10.0 * i, size, 50.0 + (7 * i) % 300) for i, size in enumerate(sizes)]
+    annotate_cpu(jobs, seed=4, accuracy=0.5)
+    read_during_run = {}
+
+    class Recording(type(make_policy("cmcbf"))):
+        def on_start(self, job):
+            read_during_run.setdefault(job.index, (list(job.cpu_true), list(job.cpu_est)))
+            super().on_start(job)
+
+        def on_suspend(self, job):
+            super().on_suspend(job)
+            suspended.append(job)
+
+    suspended = []
+    policy = Recording()
+    engine = Engine(jobs, Nodes(32, 2, seed=4), policy, migration_cost=5.0)
+    held_at_suspension = []
+    original = engine._suspend
+
+    def suspend(job):
+        original(job)
+        if job.size > 1:  # (single-process jobs share one list: nothing to drop)
+            held_at_suspension.append(job._cpu_true is not None or job._cpu_est is not None)
+
+    engine._suspend = suspend
+    engine.run()
+    assert held_at_suspension and not any(held_at_suspension)
+    multi = [job for job in jobs if job.size > 1]
+    assert all(job._cpu_true is None and job._cpu_est is None for job in multi)
+    for job in multi:
+        assert (job.cpu_true, job.cpu_est) == read_during_run[job.index]
+
+
+def test_an_estimate_set_by_hand_survives_the_end_of_a_run_segment():
+    (job,) = workload([4])
+    annotate_cpu([job], seed=0)
+    drawn = list(job.cpu_true)
+    job.cpu_est = [0.5] * 4
+    job.drop_cpu()
+    assert job.cpu_est == [0.5] * 4 and job.cpu_true == drawn

@@ -1,9 +1,12 @@
-"""The base class of platforms (resource models): the whole boundary the engine and policies see."""
+"""The base class of platforms (resource models): the whole boundary the engine and policies see
+(declared member by member in :mod:`tiersweep.core.capabilities`)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from ..capabilities import MOVES, PLACEMENT, TIME_TRACKING
 
@@ -155,6 +158,14 @@ class BasePlatform(ABC):
         """Move running ``job`` to ``nodes`` in ``tier`` (after :meth:`check_move` said yes);
         return the units it holds and its rate. The engine decides what the move costs."""
         raise NotImplementedError(f"platform {self.kind!r} cannot move running jobs")
+
+    def same_units(self, units: Sequence[int], other: Sequence[int]) -> bool:
+        """Whether two placements name the same unit for every process (a move between them is
+        a priority swap, not a migration). The platform alone knows how it represents units:
+        here any sequences of ints, compared element by element."""
+        if type(units) is list and type(other) is list:
+            return units == other  # the common small case, without numpy's fixed cost
+        return bool(np.array_equal(units, other))
 
     # -- progress --------------------------------------------------------------------------
     def rate_changes(self) -> Iterable[tuple[Job, float]]:

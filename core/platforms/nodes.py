@@ -106,6 +106,21 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
+class _ListCopy:
+    """A numpy copy of a per-VM list, for a machine that keeps its per-VM state in lists: it
+    has no views, yet the ``node_vms`` boundary promises them (see
+    :class:`~tiersweep.core.capabilities.NodeVms`). A machine with typed arrays sets the view
+    as an instance attribute, which takes precedence over this descriptor."""
+
+    def __init__(self, name: str, dtype: type) -> None:
+        self.name, self.dtype = name, dtype
+
+    def __get__(self, platform: Any, owner: type | None = None) -> Any:
+        if platform is None:
+            return self
+        return np.array(getattr(platform, self.name), dtype=self.dtype)
+
+
 class IdleSet:
     """A set of node ids in ``0 .. nodes-1``, kept as a stack so that a start that names no
     nodes takes the most recently freed ones; it starts full (every node) or empty.
@@ -224,6 +239,10 @@ class Nodes(BasePlatform):
     #: either path and compare them).
     vector_vms = VECTOR_VMS
     vector_from = VECTOR_FROM
+    #: numpy arrays of :attr:`vm_job` and :attr:`vm_est` (read-only for callers): views when
+    #: :attr:`vectorised`, else copies (no policy needs them on such a machine's hot path).
+    vm_job_view = _ListCopy("vm_job", np.int64)
+    vm_est_view = _ListCopy("vm_est", np.float64)
 
     def __init__(
         self,
@@ -260,8 +279,6 @@ class Nodes(BasePlatform):
         self._prate = store("d", 1.0)  # the process's rate in this epoch
         self._overflow = array("d", [0.0]) * nodes if self.vectorised else [0.0] * nodes  # per node: CPU use beyond 1
         if self.vectorised:
-            #: numpy views of :attr:`vm_job` and :attr:`vm_est` (read-only for callers; only
-            #: when :attr:`vectorised`).
             self.vm_job_view = np.frombuffer(self.vm_job, dtype=np.int64)
             self.vm_est_view = np.frombuffer(self.vm_est, dtype=np.float64)
             self._cpu_view = np.frombuffer(self._cpu, dtype=np.float64)

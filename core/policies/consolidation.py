@@ -212,7 +212,7 @@ class NodeVms(ResourceModel):
         """Re-rank ``nodes`` and re-judge their background eligibility (their occupancy just
         changed)."""
         platform, threshold = self.platform, self.policy.bg_threshold
-        if type(nodes) is list and platform.tiers == 2:
+        if len(nodes) < platform.bulk_from and platform.tiers == 2:
             # The paper's setting on a few nodes: the keys one node at a time (the same
             # values as the general computation below).
             vm_job, vm_est = platform.vm_job, platform.vm_est
@@ -254,7 +254,7 @@ class NodeVms(ResourceModel):
         self._touched = []
         if len(touched) == 1:
             self._refresh(touched[0])
-        elif all(type(nodes) is list for nodes in touched):
+        elif all(len(nodes) < self.platform.bulk_from for nodes in touched):
             self._refresh(list(dict.fromkeys(node for nodes in touched for node in nodes)))
         else:
             self._refresh(sorted_distinct(np.concatenate([np.asarray(nodes, dtype=np.int64) for nodes in touched])))
@@ -310,7 +310,7 @@ class NodeVms(ResourceModel):
     def _free_lower_tier(self, nodes: np.ndarray) -> int | None:
         """The highest background tier idle on all ``nodes`` once their foreground leaves it."""
         platform, threshold = self.platform, self.policy.bg_threshold
-        if type(nodes) is list:
+        if len(nodes) < platform.bulk_from:
             for tier in range(1, self.tiers):
                 if all(platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes):
                     return tier
@@ -329,7 +329,7 @@ class NodeVms(ResourceModel):
         if moving:
             # Keep the processes whose own node has an idle foreground VM (priority swap).
             own, k = job.nodes, platform.tiers
-            if type(own) is list:
+            if len(own) < platform.bulk_from:
                 vm_job = platform.vm_job
                 keep = [p for p, node in enumerate(own) if vm_job[node * k] < 0]
                 kept = [own[p] for p in keep]
@@ -376,7 +376,8 @@ class NodeVms(ResourceModel):
         k = platform.tiers
         if tier + 1 >= k:
             return
-        victims = (self._victims_few if type(placement) is list else self._victims_many)(job, tier, placement, threshold)
+        few = len(placement) < platform.bulk_from
+        victims = (self._victims_few if few else self._victims_many)(job, tier, placement, threshold)
         jobs = self.sim.jobs
         for index in sorted(victims, reverse=True):
             self.policy.evicted.append(index)

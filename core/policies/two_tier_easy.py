@@ -103,7 +103,7 @@ class TieredVms(NodeVms):
         """Whether every foreground VM of the nodes ``job`` runs on is idle."""
         platform = self.platform
         nodes, k = job.nodes, platform.tiers
-        if type(nodes) is list:
+        if len(nodes) < platform.bulk_from:
             vm_job = platform.vm_job
             return all(vm_job[node * k] < 0 for node in nodes)
         return bool((platform.vm_job_view[nodes * k] < 0).all())
@@ -112,7 +112,7 @@ class TieredVms(NodeVms):
         """How many of ``nodes`` have an idle foreground VM."""
         platform = self.platform
         k = platform.tiers
-        if type(nodes) is list:
+        if len(nodes) < platform.bulk_from:
             vm_job = platform.vm_job
             return sum(vm_job[node * k] < 0 for node in nodes)
         return int(np.count_nonzero(platform.vm_job_view[np.asarray(nodes) * k] < 0))
@@ -121,7 +121,7 @@ class TieredVms(NodeVms):
         """Indices of the jobs running in the foreground VMs of ``nodes``."""
         platform = self.platform
         k = platform.tiers
-        if type(nodes) is list:
+        if len(nodes) < platform.bulk_from:
             vm_job = platform.vm_job
             return {vm_job[node * k] for node in nodes} - {-1}
         occupants = platform.vm_job_view[np.asarray(nodes) * k]
