@@ -37,29 +37,17 @@ from tiersweep.sweep.redact import redact
 from tiersweep.sweep.study_storage import START_OVER
 from tiersweep.sweep.tune import run_tuning
 from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
-from sweep_helpers import write_yaml
+from sweep_helpers import tiny_tune_raw, write_yaml
 
 SECRET = "s3cr3tPa55"
 BG = "policy.bg_threshold"
 
 
 def tiny_raw(name: str = "tiny", **changes: Any) -> dict[str, Any]:
-    """The tiny tuning config, 3 trials, with top-level keys replaced by ``changes``."""
-    raw: dict[str, Any] = {
-        "name": name,
-        "base": {
-            "workload": {"model": "jann97", "jobs": 300},
-            "platform": {"nodes": 64, "tiers": 2},
-            "policy": {"name": "amcbf"},
-        },
-        "params": {BG: {"low": 0.5, "high": 1.0}},
-        "objective": {"mean_bsld": "minimize"},
-        "seeds": 2,
-        "trials": 3,
-        "sampler": {"name": "tpe", "seed": 0},
-    }
-    raw.update(copy.deepcopy(changes))
-    return raw
+    """The tiny tuning config of 300 jann97 jobs, 2 seeds, 3 TPE trials, with top-level keys
+    replaced by ``changes``."""
+    defaults = {"seeds": 2, "trials": 3, "sampler": {"name": "tpe", "seed": 0}}
+    return tiny_tune_raw(name, jobs=300, **{**defaults, **copy.deepcopy(changes)})
 
 
 def cli(
