@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.compiled_path import path_line
 from ..core.errors import TiersweepError
 
 __all__ = ["scale_bench_command", "Measurement", "measure_process"]
@@ -143,6 +144,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
     if not script.exists():
         raise TiersweepError(f"--reference {script}: the bare textbook loop is not there")
     print(f"machine: {machine_description()}")
+    print(path_line())
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         logs = {}

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
+from ..compiled_path import nodes_kernels
 from ..errors import PolicyError
 from ..params import Param, int_in, one_of
 from .base import BasePlatform
@@ -290,6 +291,9 @@ class Nodes(BasePlatform):
         self._dirty_bulk: list[np.ndarray] = []  # ... and from large ones
         self._overhead = BufferedDraws(seed, "fg_overhead")
         self._eff = BufferedDraws(seed, "bg_eff")
+        #: The compiled twins of the list-based two-tier rate loops, or None for the Python
+        #: reference (see :mod:`tiersweep.core.compiled_path`).
+        self._kernels = nodes_kernels() if not self.vectorised else None
 
     @classmethod
     def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
@@ -500,6 +504,10 @@ class Nodes(BasePlatform):
         if self.tiers == 2 and not self._dirty_bulk and len(self._dirty) < self.bulk_from:
             dirty = sorted(self._dirty)
             self._dirty = set()
+            if self._kernels is not None:
+                changes = self._kernels.two_tier_rate_changes(self, dirty, CPU_IDLE_FLOOR)
+                self._kernels.update_overflow(self, dirty, changes)
+                return changes
             changes = self._two_tier_rate_changes(dirty)
             if self.vectorised and any(type(job.nodes) is not list for job, _ in changes):
                 # A wide job's rate changed: measure its nodes vectorised.
