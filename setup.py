@@ -11,6 +11,7 @@ import sys
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 #: The compiled kernels: (module, source), paths relative to the project root.
 KERNELS = (("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),)
@@ -51,6 +52,15 @@ class OptionalBuildExt(build_ext):
         print(f"{SKIPPED} ({type(error).__name__})", file=sys.stderr)
 
 
+class BuildPy(build_py):
+    """``build_py`` that leaves this file out of the package (the project root is the
+    ``tiersweep`` package, so it would otherwise ship as ``tiersweep.setup``)."""
+
+    def find_package_modules(self, package, package_dir):  # noqa: ANN001, ANN201 (setuptools' own types)
+        modules = super().find_package_modules(package, package_dir)
+        return [m for m in modules if not (package == "tiersweep" and m[1] == "setup")]
+
+
 def _extensions() -> list:
     try:
         from Cython.Build import cythonize
@@ -66,4 +76,4 @@ def _extensions() -> list:
     return cythonize(modules, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPy})

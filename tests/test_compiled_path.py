@@ -15,9 +15,11 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tiersweep.core import compiled_path
-from tiersweep.core.platforms.nodes import Nodes
+from tiersweep.core.platforms.nodes import IdleSet, Nodes
 from tiersweep.core.simulate import simulate
 from tiersweep.core.version import source_digest
 
@@ -147,3 +149,35 @@ def test_the_run_summary_names_the_path(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"path: python ({compiled_path.PURE_PYTHON_ENV} is set)" in done.stdout
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(nodes=st.integers(1, 40), steps=st.lists(st.tuples(st.sampled_from(["take", "claim", "release"]), st.integers(0, 2**16)), max_size=40))
+def test_idle_set_kernels_keep_the_same_stack(monkeypatch, nodes, steps):
+    # IdleSet.remove and extend, compiled and in Python, step by step on the same operations
+    # (the environment is set afresh in each example: the fixture's scope does not matter).
+    _require_compiled()
+    monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV, raising=False)
+    fast = IdleSet(nodes)
+    monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")
+    reference = IdleSet(nodes)
+    assert fast._kernels is not None and reference._kernels is None
+    busy: list[int] = []
+    for action, draw in steps:
+        rng = np.random.default_rng(draw)
+        idle = list(reference)
+        if action == "take" and idle:
+            count = int(rng.integers(1, len(idle) + 1))
+            assert fast.take(count).tolist() == (taken := reference.take(count).tolist())
+            busy += taken
+        elif action == "claim" and idle:
+            named = rng.choice(idle, size=int(rng.integers(1, len(idle) + 1)), replace=False).tolist()
+            assert fast.claim(len(named), named).tolist() == reference.claim(len(named), named).tolist()
+            busy += named
+        elif action == "release" and busy:
+            freed = rng.choice(busy, size=int(rng.integers(1, len(busy) + 1)), replace=False)
+            busy = [n for n in busy if n not in set(freed.tolist())]
+            fast.extend(freed.astype(np.int64))
+            reference.extend(freed.astype(np.int64))
+        assert list(fast) == list(reference)
+        assert fast._pos.tolist() == reference._pos.tolist() and len(fast) == len(reference)

@@ -11,6 +11,10 @@ than ``VECTOR_VMS`` VMs): there every job's VMs are a list too.
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc, qsort
+
+import numpy as np
 
 
 cdef inline double _item(list values, Py_ssize_t i):
@@ -32,6 +36,18 @@ cdef double _slowest(list prate, list vms):
     return rate
 
 
+cdef double _uniform(object draws, double low, double high):
+    """``draws.uniform(low, high)`` (a :class:`~tiersweep.core.platforms.draws.BufferedDraws`),
+    read straight from its buffered list while that holds values; the method itself refills."""
+    buffer = draws._uniform
+    cdef list items = buffer._items
+    cdef Py_ssize_t position = buffer.position
+    if items is None or position >= PyList_GET_SIZE(items):
+        return draws.uniform(low, high)
+    buffer.position = position + 1
+    return low + (high - low) * _item(items, position)
+
+
 def two_tier_rate_changes(object platform, list dirty, double floor):
     """``Nodes._two_tier_rate_changes(dirty)``; ``floor`` is ``CPU_IDLE_FLOOR``."""
     cdef list occ = platform.vm_job, factor = platform._factor, cpu = platform._cpu
@@ -39,7 +55,8 @@ def two_tier_rate_changes(object platform, list dirty, double floor):
     cdef dict running = platform._running, vms_of = platform._vms
     cdef bint per_job = platform.eff_per_job
     cdef list job_eff = platform._job_eff if per_job else None
-    draw_overhead = platform._draw_overhead
+    overhead = platform._overhead
+    cdef double overhead_max = platform.fg_overhead
     process_eff = platform._process_eff
     cdef set affected_fg = set(), affected_bg = set(), stale
     cdef Py_ssize_t node, fg, bg, vm, index
@@ -52,7 +69,8 @@ def two_tier_rate_changes(object platform, list dirty, double floor):
         bg = _index(occ, 2 * node + 1)
         if fg >= 0:
             affected_fg.add(fg)
-            f = draw_overhead() if bg >= 0 else 0.0
+            # (``Nodes._draw_overhead``, inlined: one draw per foreground process sharing a CPU.)
+            f = (_uniform(overhead, 0.0, overhead_max) if overhead_max else 0.0) if bg >= 0 else 0.0
             factor[2 * node] = f
             prate[2 * node] = 1.0 - f
         if bg >= 0:
@@ -122,3 +140,68 @@ def update_overflow(object platform, list dirty, list changes):
         total += excess - _item(overflow, node)
         overflow[node] = excess
     platform.overflow_rate = total if total > 1e-12 else 0.0
+
+
+cdef int _compare(const void* a, const void* b) noexcept nogil:
+    cdef long long x = (<const long long*>a)[0], y = (<const long long*>b)[0]
+    return (x > y) - (x < y)
+
+
+def idle_remove(long long[::1] items, long long[::1] pos, Py_ssize_t count, const long long[:] nodes):
+    """``IdleSet.remove(nodes)`` on its ``items`` and ``pos``; returns the new count."""
+    cdef Py_ssize_t n = nodes.shape[0], top = count - n, i, holes = 0, movers = 0
+    cdef long long hole, item
+    if n == 0:
+        return count
+    cdef long long* buffer = <long long*>malloc(2 * n * sizeof(long long))
+    if buffer == NULL:
+        raise MemoryError()
+    cdef long long* mover = buffer + n
+    for i in range(n):
+        hole = pos[nodes[i]]
+        pos[nodes[i]] = -1
+        if hole < top:
+            buffer[holes] = hole
+            holes += 1
+    qsort(buffer, holes, sizeof(long long), _compare)
+    for i in range(top, count):
+        item = items[i]
+        if pos[item] >= 0:
+            mover[movers] = item
+            movers += 1
+    for i in range(holes):
+        items[buffer[i]] = mover[i]
+        pos[mover[i]] = buffer[i]
+    free(buffer)
+    return top
+
+
+def idle_extend(long long[::1] items, long long[::1] pos, Py_ssize_t count, const long long[:] nodes):
+    """``IdleSet.extend(nodes)`` on its ``items`` and ``pos``; returns the new count."""
+    cdef Py_ssize_t i, n = nodes.shape[0]
+    for i in range(n):
+        items[count + i] = nodes[i]
+        pos[nodes[i]] = count + i
+    return count + n
+
+
+def two_tier_node_keys(list nodes, list vm_job, list vm_est, double threshold):
+    """The re-ranking keys of ``nodes`` on two tiers, as ``NodeVms._refresh`` computes them one
+    node at a time: ``(ids, fg_idle, eligible)``, where ``fg_idle`` is the estimated load of the
+    background VM of a node whose foreground VM is idle (else inf) and ``eligible`` the load of
+    the foreground VM of a node whose background VM is idle and that load below ``threshold``
+    (else inf)."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(nodes), node
+    ids = np.empty(n, dtype=np.int64)
+    idle = np.empty(n)
+    eligible = np.empty(n)
+    cdef long long[::1] ids_view = ids
+    cdef double[::1] idle_view = idle, eligible_view = eligible
+    cdef double above
+    for i in range(n):
+        node = _index(nodes, i)
+        ids_view[i] = node
+        idle_view[i] = INFINITY if _index(vm_job, 2 * node) >= 0 else _item(vm_est, 2 * node + 1)
+        above = _item(vm_est, 2 * node)
+        eligible_view[i] = above if _index(vm_job, 2 * node + 1) < 0 and above < threshold else INFINITY
+    return ids, idle, eligible

@@ -116,13 +116,15 @@ class IdleSet:
     Iteration order is deterministic (it depends only on the sequence of operations).
     """
 
-    __slots__ = ("_items", "_pos", "_count")
+    __slots__ = ("_items", "_pos", "_count", "_kernels")
 
     def __init__(self, nodes: int, full: bool = True) -> None:
         # Reversed so that an empty machine hands out node 0, 1, 2, ... first.
         self._items = np.arange(nodes - 1, -1, -1, dtype=np.int64)
         self._pos = np.arange(nodes - 1, -1, -1, dtype=np.int64) if full else np.full(nodes, -1, dtype=np.int64)
         self._count = nodes if full else 0
+        # The compiled twins of extend and remove (None: the Python reference below).
+        self._kernels = nodes_kernels()
 
     def __len__(self) -> int:
         return self._count
@@ -135,6 +137,9 @@ class IdleSet:
 
     def extend(self, nodes: np.ndarray) -> None:
         """Mark all ``nodes`` (busy, distinct) idle, in this order."""
+        if self._kernels is not None and nodes.dtype == np.int64:
+            self._count = self._kernels.idle_extend(self._items, self._pos, self._count, nodes)
+            return
         first, last = self._count, self._count + len(nodes)
         self._items[first:last] = nodes
         self._pos[nodes] = np.arange(first, last)
@@ -143,6 +148,9 @@ class IdleSet:
     def remove(self, nodes: np.ndarray) -> None:
         """Mark ``nodes`` (idle, distinct) busy. The entries left above the new top fill the
         holes, in stack order (one vectorised step for the whole batch)."""
+        if self._kernels is not None and nodes.dtype == np.int64:
+            self._count = self._kernels.idle_remove(self._items, self._pos, self._count, nodes)
+            return
         items, pos = self._items, self._pos
         top = self._count - len(nodes)
         holes = pos[nodes]
