@@ -48,8 +48,29 @@ cdef double _uniform(object draws, double low, double high):
     return low + (high - low) * _item(items, position)
 
 
+cdef int _compare(const void* a, const void* b) noexcept nogil:
+    cdef long long x = (<const long long*>a)[0], y = (<const long long*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef Py_ssize_t _sort_unique(long long* values, Py_ssize_t n) noexcept:
+    """Sort ``values[:n]`` ascending and drop repeats in place; return how many are left."""
+    cdef Py_ssize_t i, kept = 0
+    qsort(values, n, sizeof(long long), _compare)
+    for i in range(n):
+        if kept == 0 or values[i] != values[kept - 1]:
+            values[kept] = values[i]
+            kept += 1
+    return kept
+
+
 def two_tier_rate_changes(object platform, list dirty, double floor):
-    """``Nodes._two_tier_rate_changes(dirty)``; ``floor`` is ``CPU_IDLE_FLOOR``."""
+    """``Nodes._two_tier_rate_changes(dirty)``; ``floor`` is ``CPU_IDLE_FLOOR``.
+
+    The sets of the reference are C arrays here: the affected jobs are sorted and deduplicated
+    before they are read (the reference reads its sets in sorted order too), and the stale
+    nodes are marked once each (each is re-rated on its own, so their order does not matter).
+    """
     cdef list occ = platform.vm_job, factor = platform._factor, cpu = platform._cpu
     cdef list prate = platform._prate, rates = platform._rate
     cdef dict running = platform._running, vms_of = platform._vms
@@ -58,61 +79,89 @@ def two_tier_rate_changes(object platform, list dirty, double floor):
     overhead = platform._overhead
     cdef double overhead_max = platform.fg_overhead
     process_eff = platform._process_eff
-    cdef set affected_fg = set(), affected_bg = set(), stale
-    cdef Py_ssize_t node, fg, bg, vm, index
+    cdef Py_ssize_t capacity = platform.capacity, n_dirty = PyList_GET_SIZE(dirty)
+    cdef Py_ssize_t node, fg, bg, vm, index, i, j, n_fg = 0, n_bg = 0, n_stale = 0
     cdef double f, rate, idle, need
-    cdef list changes = []
-    cdef object item, job, nodes
-    for item in dirty:
-        node = item
-        fg = _index(occ, 2 * node)
-        bg = _index(occ, 2 * node + 1)
-        if fg >= 0:
-            affected_fg.add(fg)
-            # (``Nodes._draw_overhead``, inlined: one draw per foreground process sharing a CPU.)
-            f = (_uniform(overhead, 0.0, overhead_max) if overhead_max else 0.0) if bg >= 0 else 0.0
-            factor[2 * node] = f
-            prate[2 * node] = 1.0 - f
-        if bg >= 0:
-            affected_bg.add(bg)
+    cdef list changes = [], nodes
+    cdef object job
+    # One block: fg jobs (<= dirty), bg jobs (<= dirty + every node once), stale nodes
+    # (<= every node), and a mark per node.
+    cdef long long* block = <long long*>malloc((2 * n_dirty + 2 * capacity + 1) * sizeof(long long))
+    cdef unsigned char* marked = <unsigned char*>malloc(capacity + 1)
+    if block == NULL or marked == NULL:
+        free(block)
+        free(marked)
+        raise MemoryError()
+    cdef long long* affected_fg = block
+    cdef long long* affected_bg = block + n_dirty
+    cdef long long* stale = block + 2 * n_dirty + capacity
+    try:
+        for i in range(capacity):
+            marked[i] = 0
+        for i in range(n_dirty):
+            node = _index(dirty, i)
+            if not marked[node]:
+                marked[node] = 1
+                stale[n_stale] = node
+                n_stale += 1
+            fg = _index(occ, 2 * node)
+            bg = _index(occ, 2 * node + 1)
             if fg >= 0:
-                factor[2 * node + 1] = job_eff[bg] if per_job else process_eff(bg)
-    stale = set(dirty)
-    for item in sorted(affected_fg):
-        index = item
-        rate = _slowest(prate, vms_of[index])
-        if rate != _item(rates, index):
-            rates[index] = rate
-            job = running[index]
-            changes.append((job, rate))
-            nodes = job.nodes
-            for item in nodes:
-                node = item
-                bg = _index(occ, 2 * node + 1)
-                if bg >= 0:
-                    affected_bg.add(bg)
-                    stale.add(node)
-    for item in stale:
-        node = item
-        bg = _index(occ, 2 * node + 1)
-        if bg < 0:
-            continue
-        fg = _index(occ, 2 * node)
-        vm = 2 * node + 1
-        if fg < 0:
-            prate[vm] = 1.0
-            continue
-        idle = 1.0 - _item(cpu, 2 * node) * _item(rates, fg)
-        if idle < floor:
-            idle = floor
-        need = _item(cpu, vm)
-        prate[vm] = _item(factor, vm) * (1.0 if idle >= need else idle / need)
-    for item in sorted(affected_bg):
-        index = item
-        rate = _slowest(prate, vms_of[index])
-        if rate != _item(rates, index):
-            rates[index] = rate
-            changes.append((running[index], rate))
+                affected_fg[n_fg] = fg
+                n_fg += 1
+                # (``Nodes._draw_overhead``, inlined: one draw per foreground process sharing a CPU.)
+                f = (_uniform(overhead, 0.0, overhead_max) if overhead_max else 0.0) if bg >= 0 else 0.0
+                factor[2 * node] = f
+                prate[2 * node] = 1.0 - f
+            if bg >= 0:
+                affected_bg[n_bg] = bg
+                n_bg += 1
+                if fg >= 0:
+                    factor[2 * node + 1] = job_eff[bg] if per_job else process_eff(bg)
+        n_fg = _sort_unique(affected_fg, n_fg)
+        for i in range(n_fg):
+            index = affected_fg[i]
+            rate = _slowest(prate, vms_of[index])
+            if rate != _item(rates, index):
+                rates[index] = rate
+                job = running[index]
+                changes.append((job, rate))
+                nodes = job.nodes
+                for j in range(PyList_GET_SIZE(nodes)):
+                    node = _index(nodes, j)
+                    bg = _index(occ, 2 * node + 1)
+                    if bg >= 0:
+                        affected_bg[n_bg] = bg
+                        n_bg += 1
+                        if not marked[node]:
+                            marked[node] = 1
+                            stale[n_stale] = node
+                            n_stale += 1
+        for i in range(n_stale):
+            node = stale[i]
+            bg = _index(occ, 2 * node + 1)
+            if bg < 0:
+                continue
+            fg = _index(occ, 2 * node)
+            vm = 2 * node + 1
+            if fg < 0:
+                prate[vm] = 1.0
+                continue
+            idle = 1.0 - _item(cpu, 2 * node) * _item(rates, fg)
+            if idle < floor:
+                idle = floor
+            need = _item(cpu, vm)
+            prate[vm] = _item(factor, vm) * (1.0 if idle >= need else idle / need)
+        n_bg = _sort_unique(affected_bg, n_bg)
+        for i in range(n_bg):
+            index = affected_bg[i]
+            rate = _slowest(prate, vms_of[index])
+            if rate != _item(rates, index):
+                rates[index] = rate
+                changes.append((running[index], rate))
+    finally:
+        free(block)
+        free(marked)
     return changes
 
 
@@ -140,11 +189,6 @@ def update_overflow(object platform, list dirty, list changes):
         total += excess - _item(overflow, node)
         overflow[node] = excess
     platform.overflow_rate = total if total > 1e-12 else 0.0
-
-
-cdef int _compare(const void* a, const void* b) noexcept nogil:
-    cdef long long x = (<const long long*>a)[0], y = (<const long long*>b)[0]
-    return (x > y) - (x < y)
 
 
 def idle_remove(long long[::1] items, long long[::1] pos, Py_ssize_t count, const long long[:] nodes):
