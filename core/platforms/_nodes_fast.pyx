@@ -249,3 +249,15 @@ def two_tier_node_keys(list nodes, list vm_job, list vm_est, double threshold):
         above = _item(vm_est, 2 * node)
         eligible_view[i] = above if _index(vm_job, 2 * node + 1) < 0 and above < threshold else INFINITY
     return ids, idle, eligible
+
+
+def idle_in_tier(list vm_job, list nodes, Py_ssize_t tiers, bint all_of):
+    """Of ``nodes``, those whose VM in tier 0 is idle: whether all are (``all_of``), else how
+    many (``all(vm_job[n * tiers] < 0 for n in nodes)``, ``sum(vm_job[n * tiers] < 0 ...)``)."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(nodes), idle = 0
+    for i in range(n):
+        if _index(vm_job, _index(nodes, i) * tiers) < 0:
+            idle += 1
+        elif all_of:
+            return False
+    return True if all_of else idle
