@@ -11,17 +11,21 @@ __all__ = ["MODEL_VERSION", "code_digest", "code_folder", "source_digest"]
 #: Changes whenever simulation semantics change, so that stored results computed under other
 #: semantics are never mistaken for current ones.
 MODEL_VERSION = "2"
+#: The files whose bytes make up the code digest.
+SOURCE_PATTERNS = ("*.py", "*.pyx", "*.pxd")
 
 
 def source_digest(folder: str | Path) -> str:
-    """16 hex digits of SHA-256 over every ``*.py`` file under ``folder``: each file's path
-    relative to ``folder`` and its bytes, in sorted order (compiled caches are not read).
+    """16 hex digits of SHA-256 over every source file under ``folder`` (``*.py``, and the
+    Cython sources of the compiled path, ``*.pyx`` and ``*.pxd``): each file's path relative
+    to ``folder`` and its bytes, in sorted order (compiled caches and binaries are not read).
 
     Any edit of a source file changes it; where the files lie and their timestamps do not.
     """
     root = Path(folder)
     sha = hashlib.sha256()
-    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+    sources = [path for pattern in SOURCE_PATTERNS for path in root.rglob(pattern)]
+    for path in sorted(sources, key=lambda p: p.relative_to(root).as_posix()):
         if "__pycache__" in path.parts:
             continue
         sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.compiled_path import path_line
 from ..core.engine import Engine
 from ..core.errors import TiersweepError
 from ..core.platforms import Nodes
@@ -84,7 +85,8 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
         raise TiersweepError(f"--traces {folder}: missing {', '.join(missing)} (the Parallel Workloads Archive logs)")
     from .scale_bench import machine_description
 
-    print(f"best of {repeat} runs; machine: {machine_description()}\n")
+    print(f"best of {repeat} runs; machine: {machine_description()}")
+    print(f"{path_line()}\n")
     print(f"{'log':<30} {'policy':<7} {'jobs':>8} {'load s':>8} {'simulate s':>11} {'jobs/s':>10}")
     for name in names:
         for policy in BENCH_POLICIES:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.compiled_path import path_line, why_python
 from ..core.errors import TiersweepError
 
 __all__ = [
@@ -165,10 +166,7 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float =
 
 def core_path() -> str:
     """Which implementation of the tiered-node core runs: ``compiled`` or ``python``."""
-    from .. import core
-
-    compiled_path = getattr(core, "compiled_path", None)
-    return compiled_path() if compiled_path is not None else "python"
+    return "python" if why_python() else "compiled"
 
 
 #: The target of the Lublin cases on more than 1,000 nodes.
@@ -289,6 +287,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
     if not script.exists():
         raise TiersweepError(f"--reference {script}: the bare textbook loop is not there")
     print(f"machine: {machine_description()}")
+    print(path_line())
     tiered_bench(folder, quick)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

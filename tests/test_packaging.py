@@ -83,6 +83,7 @@ def test_the_wheel_has_a_single_top_level_name(tmp_path):
     for sub in SUBPACKAGES:
         assert f"tiersweep/{sub}/__init__.py" in names
     assert "tiersweep/cli.py" in names and "tiersweep/core/testing.py" in names
+    assert "tiersweep/setup.py" not in names  # the build script of the compiled kernels
     assert "tiersweep/analysis/notebooks/explore.ipynb" in names
     assert not [n for n in names if n.startswith("tiersweep/tests/") or n.startswith("tiersweep/configs/")]
 

@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tiersweep.core import compiled_path
 from tiersweep.core.capabilities import NODE_VMS, TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.metrics import job_records, run_metrics
@@ -352,15 +353,24 @@ def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, polic
     assert_records_bitwise_equal(unrolled, generic, f"{policy} seed {seed}")
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 @pytest.mark.parametrize(("policy", "accuracy", "scope"), [("cmcbf", 1.0, "job"), ("amcbf", 0.0, "job"), ("amcbf", 0.0, "process")])
-def test_generic_path_equals_two_tier_path_on_kth(kth_path, policy, accuracy, scope):
+def test_generic_path_equals_two_tier_path_on_kth(kth_path, monkeypatch, policy, accuracy, scope, compiled):
+    # The unrolled two-tier loops in Python, and (where built) their compiled twins.
+    if compiled and not compiled_path.compiled_available():
+        pytest.skip(f"the compiled extension is not built: {compiled_path.why_python()}")
+    if not compiled:
+        monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")
     runs = []
     for cls in (SpyNodes, GenericNodes):
         jobs, capacity = kth_jobs(kth_path)
         annotate_cpu(jobs, seed=3, accuracy=accuracy)
         runs.append(run_on(cls, jobs, capacity, policy, seed=3, scope=scope))
     (unrolled, spy), (generic, _) = runs
-    assert spy.unrolled_calls > 1000  # the plain platform really took the unrolled path
+    if compiled:
+        assert spy._kernels is not None and spy.unrolled_calls == 0  # the kernels ran instead
+    else:
+        assert spy.unrolled_calls > 1000  # the plain platform really took the unrolled path
     assert (unrolled["tier1_duration"] > 0).sum() > 100  # and the background tier was busy
     assert_records_bitwise_equal(unrolled, generic, policy)
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..capabilities import MOVES, NODE_VMS, PLACEMENT, TIERS
+from ..compiled_path import nodes_kernels
 from ..errors import PolicyError
 from ..params import Param, int_in, one_of
 from .base import BasePlatform
@@ -130,13 +131,15 @@ class IdleSet:
     Iteration order is deterministic (it depends only on the sequence of operations).
     """
 
-    __slots__ = ("_items", "_pos", "_count")
+    __slots__ = ("_items", "_pos", "_count", "_kernels")
 
     def __init__(self, nodes: int, full: bool = True) -> None:
         # Reversed so that an empty machine hands out node 0, 1, 2, ... first.
         self._items = np.arange(nodes - 1, -1, -1, dtype=np.int64)
         self._pos = np.arange(nodes - 1, -1, -1, dtype=np.int64) if full else np.full(nodes, -1, dtype=np.int64)
         self._count = nodes if full else 0
+        # The compiled twins of extend and remove (None: the Python reference below).
+        self._kernels = nodes_kernels()
 
     def __len__(self) -> int:
         return self._count
@@ -149,6 +152,9 @@ class IdleSet:
 
     def extend(self, nodes: np.ndarray) -> None:
         """Mark all ``nodes`` (busy, distinct) idle, in this order."""
+        if self._kernels is not None and nodes.dtype == np.int64:
+            self._count = self._kernels.idle_extend(self._items, self._pos, self._count, nodes)
+            return
         first, last = self._count, self._count + len(nodes)
         self._items[first:last] = nodes
         self._pos[nodes] = np.arange(first, last)
@@ -157,6 +163,9 @@ class IdleSet:
     def remove(self, nodes: np.ndarray) -> None:
         """Mark ``nodes`` (idle, distinct) busy. The entries left above the new top fill the
         holes, in stack order (one vectorised step for the whole batch)."""
+        if self._kernels is not None and nodes.dtype == np.int64:
+            self._count = self._kernels.idle_remove(self._items, self._pos, self._count, nodes)
+            return
         items, pos = self._items, self._pos
         top = self._count - len(nodes)
         holes = pos[nodes]
@@ -307,6 +316,9 @@ class Nodes(BasePlatform):
         self._dirty_bulk: list[np.ndarray] = []  # ... and from large ones
         self._overhead = BufferedDraws(seed, "fg_overhead")
         self._eff = BufferedDraws(seed, "bg_eff")
+        #: The compiled twins of the list-based two-tier rate loops, or None for the Python
+        #: reference (see :mod:`tiersweep.core.compiled_path`).
+        self._kernels = nodes_kernels() if not self.vectorised else None
 
     @classmethod
     def job_capacity(cls, params: Mapping[str, Any]) -> int | None:
@@ -517,6 +529,10 @@ class Nodes(BasePlatform):
         if self.tiers == 2 and not self._dirty_bulk and len(self._dirty) < self.bulk_from:
             dirty = sorted(self._dirty)
             self._dirty = set()
+            if self._kernels is not None:
+                changes = self._kernels.two_tier_rate_changes(self, dirty, CPU_IDLE_FLOOR)
+                self._kernels.update_overflow(self, dirty, changes)
+                return changes
             changes = self._two_tier_rate_changes(dirty)
             if self.vectorised and any(type(job.nodes) is not list for job, _ in changes):
                 # A wide job's rate changed: measure its nodes vectorised.

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 
 from ..capabilities import MOVES, NODE_VMS, TIERS
+from ..compiled_path import nodes_kernels
 from ..decisions import Decision, Move, Start, Suspend
 from ..fenwick import Fenwick
 from ..jobs import QUEUED, RUNNING
@@ -185,6 +186,7 @@ class NodeVms(ResourceModel):
         self.platform: Nodes = sim.platform
         self.tiers = self.platform.tiers if policy.consolidates else 1
         self.has_background = self.tiers > 1
+        self._kernels = nodes_kernels()  # compiled node-index kernels, or None (the Python reference)
         n = self.platform.capacity
         # Nodes with an idle foreground VM, by the estimated load of their lower tiers (the
         # matchmaking order of a foreground dispatch), and per background tier the eligible
@@ -216,6 +218,12 @@ class NodeVms(ResourceModel):
             # The paper's setting on a few nodes: the keys one node at a time (the same
             # values as the general computation below).
             vm_job, vm_est = platform.vm_job, platform.vm_est
+            if self._kernels is not None and type(vm_job) is list:  # (its compiled twin)
+                ids, idle_keys, eligible_keys = self._kernels.two_tier_node_keys(nodes, vm_job, vm_est, threshold)
+                self._fg_idle.update(ids, idle_keys)
+                if self.tiers == 2:
+                    self._eligible[1].update(ids, eligible_keys)
+                return
             idle, eligible = [], []
             for node in nodes:
                 fg, bg = 2 * node, 2 * node + 1

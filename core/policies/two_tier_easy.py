@@ -105,6 +105,8 @@ class TieredVms(NodeVms):
         nodes, k = job.nodes, platform.tiers
         if len(nodes) < platform.bulk_from:
             vm_job = platform.vm_job
+            if self._kernels is not None and type(vm_job) is list:  # (its compiled twin)
+                return self._kernels.idle_in_tier(vm_job, nodes, k, True)
             return all(vm_job[node * k] < 0 for node in nodes)
         return bool((platform.vm_job_view[nodes * k] < 0).all())
 
@@ -114,6 +116,8 @@ class TieredVms(NodeVms):
         k = platform.tiers
         if len(nodes) < platform.bulk_from:
             vm_job = platform.vm_job
+            if self._kernels is not None and type(vm_job) is list:  # (its compiled twin)
+                return self._kernels.idle_in_tier(vm_job, nodes, k, False)
             return sum(vm_job[node * k] < 0 for node in nodes)
         return int(np.count_nonzero(platform.vm_job_view[np.asarray(nodes) * k] < 0))
 

@@ -1,0 +1,79 @@
+"""Build of the optional compiled kernels (the package metadata is in ``pyproject.toml``).
+
+The Cython extensions are optional: where no C compiler (or no Cython) is found, the install
+still succeeds, says so in one line, and the simulator runs its Python reference code
+(``tiersweep.core.compiled_path`` reports which path a run takes).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+#: The compiled kernels: (module, source), paths relative to the project root.
+KERNELS = (("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),)
+SKIPPED = "tiersweep: no C compiler, the compiled path is not built; the Python path will run"
+
+
+def _build_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean "this machine cannot compile", not "the sources are wrong"."""
+    errors: list[type[BaseException]] = [OSError]
+    for module, names in (
+        ("setuptools.errors", ("CCompilerError", "CompileError", "ExecError", "PlatformError", "LinkError")),
+        ("distutils.errors", ("CCompilerError", "CompileError", "DistutilsExecError", "DistutilsPlatformError", "LinkError")),
+    ):
+        try:
+            imported = __import__(module, fromlist=list(names))
+        except ImportError:
+            continue
+        errors.extend(getattr(imported, name) for name in names if hasattr(imported, name))
+    return tuple(errors)
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that skips the extensions, with one line, where they cannot be compiled."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except _build_errors() as error:
+            self._skip(error)
+
+    def build_extension(self, ext) -> None:  # noqa: ANN001 (setuptools' own type)
+        try:
+            super().build_extension(ext)
+        except _build_errors() as error:
+            self._skip(error)
+
+    def _skip(self, error: BaseException) -> None:
+        print(f"{SKIPPED} ({type(error).__name__})", file=sys.stderr)
+
+
+class BuildPy(build_py):
+    """``build_py`` that leaves this file out of the package (the project root is the
+    ``tiersweep`` package, so it would otherwise ship as ``tiersweep.setup``)."""
+
+    def find_package_modules(self, package, package_dir):  # noqa: ANN001, ANN201 (setuptools' own types)
+        modules = super().find_package_modules(package, package_dir)
+        return [m for m in modules if not (package == "tiersweep" and m[1] == "setup")]
+
+
+def _extensions() -> list:
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        print("tiersweep: Cython is not installed, the compiled path is not built; the Python path will run", file=sys.stderr)
+        return []
+    from setuptools import Extension
+
+    # No contraction of a * b + c into one fused operation: the kernels must round exactly as
+    # the Python reference does.
+    flags = ["-ffp-contract=off"] if sys.platform != "win32" else []
+    modules = [Extension(name, [source], extra_compile_args=flags) for name, source in KERNELS]
+    return cythonize(modules, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPy})
