@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..core.errors import TiersweepError, first_line
+from ..core.safe_files import refuse_link
 from .redact import redact
 
 __all__ = [
@@ -42,7 +43,9 @@ def storage_url(config: Any, root: Path, override: str | None = None) -> str:
 def default_storage_url(root: Path) -> str:
     """The storage of a study that names none: ``sqlite:///ROOT/study.db``, in its results
     folder."""
-    return f"sqlite:///{(root / 'study.db').resolve()}"
+    # The folder is resolved, not the file: a link planted at study.db must stay visible to
+    # make_storage, which refuses it.
+    return f"sqlite:///{root.resolve() / 'study.db'}"
 
 
 def storage_file(url: str) -> Path | None:
@@ -68,6 +71,7 @@ def make_storage(url: str) -> Any:
     """The Optuna storage at ``url`` (``journal:PATH`` for a journal file), opened.
 
     Raises:
+        LinkRefusedError: The study's file is a symbolic link.
         TiersweepError: The storage cannot be opened (an unknown scheme, a missing database
             driver, a folder that does not exist, a server that does not answer): one line
             naming the URL (its password hidden) and the cause; a file that is damaged: as
@@ -75,6 +79,11 @@ def make_storage(url: str) -> Any:
     """
     import optuna
 
+    study_file = storage_file(url)
+    if study_file is not None:
+        # SQLite and the journal open their file themselves, following links: a link planted
+        # there would have the study written onto its target.
+        refuse_link(study_file)
     try:
         if url.startswith("journal:"):
             from optuna.storages import JournalStorage

@@ -62,6 +62,18 @@ def test_a_link_at_the_lock_is_refused_by_sweep_and_tune(tmp_path, command):
     assert not (folder / "runs").exists()  # refused before anything ran
 
 
+def test_a_link_at_the_study_storage_is_refused_by_tune(tmp_path):
+    """SQLite opens the study's file itself, following links: tune checks the name first."""
+    victim = _victim(tmp_path)
+    config = write_yaml(tmp_path / "s.yaml", tiny_tune_raw("s"))
+    folder = tmp_path / "out" / "s"
+    folder.mkdir(parents=True)
+    study = folder / "study.db"
+    study.symlink_to(victim)
+    result = _tiersweep("tune", str(config), "--out", str(tmp_path / "out"), "--backend", "serial", "--no-plots")
+    _assert_refused(result, study, victim)
+
+
 def test_a_link_at_the_lock_is_refused_by_compact(tmp_path):
     victim = _victim(tmp_path)
     config = write_yaml(tmp_path / "s.yaml", small_raw("s", seeds=1))
