@@ -10,6 +10,8 @@ folders are importable by name), and that the wheel has a single top-level name.
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -86,6 +88,38 @@ def test_the_wheel_has_a_single_top_level_name(tmp_path):
     assert "tiersweep/setup.py" not in names  # the build script of the compiled kernels
     assert "tiersweep/analysis/notebooks/explore.ipynb" in names
     assert not [n for n in names if n.startswith("tiersweep/tests/") or n.startswith("tiersweep/configs/")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiler", ["cc", "none"])
+def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips_them_where_none_does(
+    tmp_path, compiler
+):
+    """``pip install .`` builds the compiled path with a C compiler, and without one (``CC`` a
+    program that always fails) still succeeds, says so, and ships the Python reference only."""
+    if compiler == "cc" and shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    source = tmp_path / "src"
+    # A copy without build products: a kernel built in place must not reach the wheel.
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "*.so", "build", "*.egg-info", "*.c", ".*venv*"))
+    env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"} if compiler == "none" else dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "wheel"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("tiersweep-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        kernels = [n for n in archive.namelist() if n.startswith("tiersweep/core/platforms/_nodes_fast") and n.endswith(".so")]
+        assert "tiersweep/core/platforms/_nodes_fast.pyx" in archive.namelist()
+    if compiler == "cc":
+        assert len(kernels) == 1
+    else:
+        assert kernels == []
+        assert "the compiled path is not built; the Python path will run" in done.stdout + done.stderr
 
 
 def test_dependencies_point_one_way():
