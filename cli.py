@@ -140,9 +140,10 @@ def inapplicable(args: argparse.Namespace) -> str | None:
     return None
 
 
-#: The longest word an error message shows whole: a value of thousands of characters (a path,
-#: a number) is cut, so that the error stays one readable line.
-_LONGEST_WORD = 100
+#: The longest word an error message shows whole: a value of thousands of characters (a
+#: number, a generated name) is cut, so that the error stays one readable line, while the path
+#: of a real file (results folders and temporary folders nest deep) is shown whole.
+_LONGEST_WORD = 300
 
 
 def shortened(message: str) -> str:
