@@ -7,6 +7,7 @@ so the progress bar said 11 s left when 27 s remained.
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from tiersweep.sweep.config import expand
 from tiersweep.sweep.driver import run_sweep
