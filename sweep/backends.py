@@ -6,6 +6,11 @@
   store capped, one CPU per task) or on an existing cluster (``--address`` or
   ``RAY_ADDRESS``); lost workers are retried (``max_retries``).
 
+:data:`BACKENDS` registers them by name, each with the options it takes (``params``, given as
+``--backend-opt KEY=VALUE``); :func:`make_backend` is the one way to build one. A new backend
+subclasses :class:`Backend`, declares ``name``, ``doc`` and ``params``, is registered with
+``BACKENDS.register`` and is checked by :class:`tiersweep.contract.backends.BackendContract`.
+
 The driver submits batches with :meth:`Backend.submit` (a bounded number in flight) and
 collects them as they finish with :meth:`Backend.wait`.
 """
@@ -14,18 +19,32 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
-from ..core.errors import TiersweepError
+from ..core.errors import SpecError, TiersweepError
+from ..core.params import Param, any_string, non_negative_int, positive_int
+from ..core.registry import Registry
 
 from .batch import failed_outcomes, run_batch
 from .redact import redact
 from .reaper import owner_marker, settled, start_reaper
+from .worker_env import BLAS_ENV, pin_blas_threads, ready_worker
 
-__all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
+__all__ = [
+    "Backend",
+    "SerialBackend",
+    "ProcessBackend",
+    "RayBackend",
+    "make_backend",
+    "backend_options",
+    "parse_backend_options",
+    "backends_help",
+    "BACKENDS",
+]
 
 Tasks = Sequence[Mapping[str, Any]]
 Outcomes = list[dict[str, Any]]
@@ -34,10 +53,20 @@ Outcomes = list[dict[str, Any]]
 class Backend(ABC):
     """Runs batches of cells; subclasses differ only in where.
 
+    Class attributes a subclass declares:
+        name: Its registry name (``--backend NAME``).
+        doc: One line for ``--help``.
+        params: The options its constructor takes as keywords (``--backend-opt KEY=VALUE``),
+            each checked by its :class:`~tiersweep.core.params.Param` (``default`` None: the
+            constructor's default).
+
     Attributes:
         workers: How many batches can run at once.
     """
 
+    name: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+    params: ClassVar[Mapping[str, Param]] = {}
     workers: int = 1
     #: Notices the backend's start-up printed, kept for the closing summary (see RayBackend).
     notes: list[str] = []
@@ -64,6 +93,9 @@ class Backend(ABC):
 class SerialBackend(Backend):
     """Runs each batch in this process when :meth:`wait` asks for it."""
 
+    name = "serial"
+    doc = "in this process, one batch at a time (for debugging)"
+
     def __init__(self) -> None:
         self.workers = 1
         self._queue: list[tuple[int, Tasks, bool]] = []
@@ -82,14 +114,16 @@ class SerialBackend(Backend):
         self._queue.clear()
 
 
-def _ignore_interrupts() -> None:
+def _start_worker() -> None:
     """Pool workers leave Ctrl-C to the driver (an interrupt inside multiprocessing's queue
     code can leave a lock held and hang the pool's shutdown), and die with it: a driver killed
-    outright (SIGKILL, the OOM killer) cannot stop its pool, and its workers would live on."""
+    outright (SIGKILL, the OOM killer) cannot stop its pool, and its workers would live on.
+    Their BLAS runs one thread (:mod:`.worker_env`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+    pin_blas_threads()
 
 
 def _die_with_parent() -> None:
@@ -123,6 +157,13 @@ class ProcessBackend(Backend):
     batch, as Ray does.
     """
 
+    name = "process"
+    doc = "a pool of worker processes on this machine"
+    params = {
+        "workers": Param(positive_int, doc="worker processes [one per CPU]"),
+        "max_retries": Param(non_negative_int, doc="runs again of a batch whose worker died [3]"),
+    }
+
     def __init__(self, workers: int | None = None, max_retries: int = 3) -> None:
         self.workers = workers or os.cpu_count() or 1
         self.max_retries = max_retries
@@ -136,7 +177,7 @@ class ProcessBackend(Backend):
         import multiprocessing
 
         return ProcessPoolExecutor(
-            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
         )
 
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
@@ -225,6 +266,15 @@ class RayBackend(Backend):
         max_retries: Retries of a batch whose worker died.
     """
 
+    name = "ray"
+    doc = "Ray tasks on a local Ray started for the run, or on an existing cluster"
+    params = {
+        "address": Param(any_string, doc="an existing cluster (host:port, ray://host:port or auto) [RAY_ADDRESS]"),
+        "num_cpus": Param(positive_int, doc="CPUs of a local Ray [the machine's]"),
+        "object_store_mb": Param(positive_int, doc="object store of a local Ray, in MiB [512]"),
+        "max_retries": Param(non_negative_int, doc="runs again of a batch whose worker died [3]"),
+    }
+
     def __init__(
         self,
         address: str | None = None,
@@ -292,14 +342,46 @@ class RayBackend(Backend):
         else:
             self._reaper = None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self._remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_batch)
+        #: The options of this backend's tasks: one CPU each, retried when their worker dies, on
+        #: workers whose BLAS runs one thread (:mod:`.worker_env`).
+        self.remote_options: dict[str, Any] = {
+            "num_cpus": 1,
+            "max_retries": max_retries,
+            "retry_exceptions": False,
+            "runtime_env": {"env_vars": dict(BLAS_ENV)},
+        }
+        self._remote = ray.remote(**self.remote_options)(run_batch)
         self._refs: dict[Any, tuple[int, Tasks]] = {}
+        try:
+            self._warm_up()
+        except BaseException:  # (an interrupt while the workers start: stop what was started)
+            self.close()
+            raise
+
+    def _warm_up(self) -> None:
+        """Start a worker per CPU and load the simulator in it now, as part of the backend's
+        start: else the first batches wait for their workers' start and imports, several
+        seconds that the sweep would count as cell time. A worker that cannot start is left for
+        the batches to report (their cells fail with the error)."""
+        ray = self._ray
+        ready = ray.remote(**{**self.remote_options, "max_retries": 0})(ready_worker)
+        refs = [ready.remote() for _ in range(self.workers)]
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_SECONDS)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except Exception:  # noqa: BLE001 - reported by the batches instead
+                pass
 
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
         self._refs[self._remote.remote(list(tasks), with_jobs)] = (batch_id, tasks)
 
     def wait(self) -> list[tuple[int, Outcomes]]:
-        ready, _ = self._ray.wait(list(self._refs), num_returns=1)
+        refs = list(self._refs)
+        ready, _ = self._ray.wait(refs, num_returns=1)
+        # Every batch finished by now, not just the first: the runner stores them all and refills
+        # the workers at once, rather than one batch per round trip.
+        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
         finished = []
         for ref in ready:
             batch_id, tasks = self._refs.pop(ref)
@@ -480,9 +562,8 @@ def _loopback_check(ray: Any) -> list[str]:
     return [f"the local Ray's node address is {address}, not 127.0.0.1: it may be reachable from the network"]
 
 
-#: Backend names for ``--backend``.
-BACKENDS = ("ray", "process", "serial")
-
+#: The longest a Ray backend's start waits for its workers to load the simulator.
+WARM_UP_SECONDS = 120.0
 
 #: Seconds to wait for a cluster's port to accept a connection before giving up on it.
 CONNECT_SECONDS = 10.0
@@ -517,12 +598,78 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
-def make_backend(name: str, *, address: str | None = None) -> Backend:
-    """The backend called ``name``."""
-    if name == "serial":
-        return SerialBackend()
-    if name == "process":
-        return ProcessBackend()
-    if name == "ray":
-        return RayBackend(address)
-    raise TiersweepError(f"--backend: unknown backend {name!r}; valid choices: {', '.join(BACKENDS)}")
+#: The backends by name, the default (``ray``) first: ``--backend``'s choices, its help and the
+#: benchmark's come from here.
+BACKENDS: Registry[type[Backend]] = Registry("backend", Backend, "name", reserved=())
+for _backend in (RayBackend, ProcessBackend, SerialBackend):
+    BACKENDS.register(_backend)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend registered as ``name``.
+
+    Raises:
+        TiersweepError: None is; the message lists the valid choices.
+    """
+    if name not in BACKENDS:
+        raise TiersweepError(f"--backend: unknown backend {name!r}; valid choices: {', '.join(BACKENDS)}")
+    return BACKENDS[name]
+
+
+def backend_options(name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` options of backend ``name``, each checked against the option it declares.
+
+    Raises:
+        TiersweepError: The backend is unknown, takes no option of that key (the message names
+            the backend and its options), or a value is not what the option expects.
+    """
+    cls = backend_class(name)
+    checked = {}
+    for key, value in given.items():
+        if key not in cls.params:
+            takes = ", ".join(cls.params) or "none"
+            raise TiersweepError(f"--backend-opt {key}: backend {name!r} takes no option {key!r}; its options: {takes}")
+        try:
+            checked[key] = cls.params[key].validate(f"--backend-opt {key}", value)
+        except SpecError as error:
+            raise TiersweepError(f"{error} (backend {name!r})") from None
+    return checked
+
+
+_INTEGER = re.compile(r"^[-+]?[0-9]+$")
+
+
+def parse_backend_options(pairs: Sequence[str], address: str | None = None) -> dict[str, Any]:
+    """``--backend-opt KEY=VALUE`` arguments as a mapping; a value of ASCII digits is an
+    integer, ``true``/``false`` a boolean, anything else a string. ``address``: ``--address``,
+    the same as ``--backend-opt address=...``.
+
+    Raises:
+        TiersweepError: An argument is not ``KEY=VALUE``, or a key is given twice.
+    """
+    options: dict[str, Any] = {}
+    given = [*pairs, *([f"address={address}"] if address is not None else [])]
+    for text in given:
+        key, sep, value = text.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise TiersweepError(f"--backend-opt {text!r}: expected KEY=VALUE, such as workers=2")
+        if key in options:
+            raise TiersweepError(f"--backend-opt {key}: given twice (--address is --backend-opt address=...)")
+        value = value.strip()
+        options[key] = int(value) if _INTEGER.match(value) else {"true": True, "false": False}.get(value, value)
+    return options
+
+
+def backends_help() -> str:
+    """The backends and their options, for ``--help``."""
+    lines = ["Backends (--backend NAME; options: --backend-opt KEY=VALUE, repeatable):"]
+    for name, cls in BACKENDS.items():
+        lines.append(f"  {name}: {cls.doc}")
+        lines += [f"    {key}: {param.doc}" for key, param in cls.params.items()]
+    return "\n".join(lines)
+
+
+def make_backend(name: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """The backend called ``name``, built with ``options`` (see :func:`backend_options`)."""
+    return backend_class(name)(**backend_options(name, options or {}))

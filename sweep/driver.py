@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.errors import TiersweepError
 from ..core.metrics import job_columns, metric_names
@@ -107,7 +107,7 @@ def run_sweep(
     out: str | Path,
     *,
     backend: str = "ray",
-    address: str | None = None,
+    backend_options: Mapping[str, Any] | None = None,
     with_jobs: bool = False,
     force: bool = False,
     retry_failed: bool = False,
@@ -121,8 +121,8 @@ def run_sweep(
     Args:
         config: The sweep.
         out: Results folder; the sweep writes ``out/NAME``.
-        backend: ``ray``, ``process`` or ``serial``.
-        address: Ray cluster address (``ray`` only).
+        backend: A registered backend's name (:data:`~.backends.BACKENDS`).
+        backend_options: Its options (:func:`~.backends.backend_options`), such as Ray's ``address``.
         with_jobs: Also store per-job records.
         force: Recompute every cell (readers keep the newest row).
         retry_failed: Recompute cells stored as failed.
@@ -175,7 +175,7 @@ def run_sweep(
             if on_batch is not None:
                 on_batch(runner.computed)
 
-        runner = CellRunner(store, config.name, backend=backend, address=address, with_jobs=with_jobs, on_outcomes=advance)
+        runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, with_jobs=with_jobs, on_outcomes=advance)
         try:
             with runner:
                 if todo:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.errors import TiersweepError
 from ..core.version import code_digest, code_folder
@@ -44,8 +44,8 @@ class CellRunner:
     Args:
         store: A prepared store.
         sweep: The sweep (or study) name written in each row.
-        backend: ``ray``, ``process`` or ``serial``.
-        address: Ray cluster address.
+        backend: A registered backend's name (:data:`~.backends.BACKENDS`).
+        backend_options: Its options (:func:`~.backends.backend_options`).
         with_jobs: Also store per-job records.
         on_outcomes: Called with each finished batch's outcomes after it is stored.
     """
@@ -56,14 +56,14 @@ class CellRunner:
         sweep: str,
         *,
         backend: str = "ray",
-        address: str | None = None,
+        backend_options: Mapping[str, Any] | None = None,
         with_jobs: bool = False,
         on_outcomes: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.store = store
         self.sweep = sweep
         self.backend_name = backend
-        self.address = address
+        self.backend_options = dict(backend_options or {})
         self.with_jobs = with_jobs
         self.on_outcomes = on_outcomes
         self._backend: Backend | None = None
@@ -91,7 +91,7 @@ class CellRunner:
     def _start(self) -> Backend:
         if self._backend is None:
             before = time.perf_counter()
-            self._backend = make_backend(self.backend_name, address=self.address)
+            self._backend = make_backend(self.backend_name, self.backend_options)
             self.startup_seconds += time.perf_counter() - before
             self.notes = list(self._backend.notes)
         return self._backend

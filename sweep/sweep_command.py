@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from .config import load_sweep_config
 from .driver import SUMMARY_METRICS, plan, run_sweep
@@ -18,7 +18,7 @@ def sweep_command(
     *,
     out: str,
     backend: str,
-    address: str | None,
+    backend_options: Mapping[str, Any] | None,
     with_jobs: bool,
     force: bool,
     retry_failed: bool,
@@ -47,7 +47,7 @@ def sweep_command(
         config,
         out,
         backend=backend,
-        address=address,
+        backend_options=backend_options,
         with_jobs=with_jobs,
         force=force,
         retry_failed=retry_failed,

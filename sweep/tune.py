@@ -212,7 +212,7 @@ def run_tuning(
     out: str | Path,
     *,
     backend: str = "ray",
-    address: str | None = None,
+    backend_options: Mapping[str, Any] | None = None,
     trials: int | None = None,
     storage: str | None = None,
     progress: bool = True,
@@ -239,7 +239,7 @@ def run_tuning(
         storage_object = make_storage(url)
         with storage_errors(url):
             study = _open_study(config, url, storage_object)
-            outcome = _run_study(study, config, root, url, backend, address, trials, progress)
+            outcome = _run_study(study, config, root, url, backend, backend_options, trials, progress)
             outcome.files["trials"] = write_trials(study, config, root)
             return outcome
 
@@ -281,7 +281,7 @@ def _run_study(
     root: Path,
     url: str,
     backend: str,
-    address: str | None,
+    backend_options: Mapping[str, Any] | None,
     trials: int | None,
     progress: bool,
 ) -> TuneOutcome:
@@ -299,7 +299,7 @@ def _run_study(
     if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
         study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
     state = _Trials(config, known)
-    runner = CellRunner(store, config.name, backend=backend, address=address, on_outcomes=state.record)
+    runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, on_outcomes=state.record)
     finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
     done = sum(t.state in finished_states for t in study.trials)
     bar = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .study_storage import storage_errors
 from .tune import run_tuning
@@ -47,7 +47,7 @@ def tune_command(
     trials: int | None,
     storage: str | None,
     backend: str,
-    address: str | None,
+    backend_options: Mapping[str, Any] | None = None,
     plots: Callable[[Any, list[str], Path], dict[str, Path]] | None = None,
     overrides: Sequence[str] = (),
 ) -> int:
@@ -60,7 +60,7 @@ def tune_command(
             plotting is analysis's, so this package does not import it); None for none.
     """
     config = load_tune_config(config_path, overrides)
-    outcome = run_tuning(config, out, backend=backend, address=address, trials=trials, storage=storage)
+    outcome = run_tuning(config, out, backend=backend, backend_options=backend_options, trials=trials, storage=storage)
     with storage_errors(outcome.storage):  # (the study reads its storage for what is printed and plotted)
         _print_outcome(outcome, config, plots)
     return 0

@@ -10,18 +10,23 @@ fixture; :class:`tiersweep.sweep.backends.RayBackend` uses it because Ray is alr
 from __future__ import annotations
 
 import math
+import os
+import re
 
 import pandas as pd
 import pytest
 
 from tiersweep.core import simulate
 from tiersweep.core.errors import TiersweepError, TraceFormatError
-from tiersweep.sweep.backends import BACKENDS, SerialBackend, make_backend
+from tiersweep.contract.backends import BackendContract, tiny_tasks
+from tiersweep.core.params import Param, any_string
+from tiersweep.sweep.backends import BACKENDS, SerialBackend, backend_options, make_backend, parse_backend_options
 from tiersweep.sweep.batch import failed_outcomes, run_batch, task_for
 from tiersweep.cli import main
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, run_sweep
 from tiersweep.sweep.runner import _batch_size
+from tiersweep.sweep.worker_env import BLAS_ENV, blas_threads
 from tiersweep.sweep.store import read_jobs
 from tiersweep.sweep.summary import summary_frame
 from sweep_helpers import runs_frame, small_config, small_raw, write_malformed_swf, write_swf, write_yaml
@@ -79,8 +84,97 @@ def test_ray_backend_stores_the_same_rows_as_serial(tmp_path, serial_run, ray_cl
 def test_unknown_backend_is_an_error_listing_the_choices():
     with pytest.raises(TiersweepError, match=r"^--backend: unknown backend 'dask'; valid choices: ray, process, serial$"):
         make_backend("dask")
-    assert BACKENDS == ("ray", "process", "serial")
+    assert list(BACKENDS) == ["ray", "process", "serial"]
     assert isinstance(make_backend("serial"), SerialBackend)
+
+
+# -- the registry and the backends' options ---------------------------------------------------
+
+
+class TestSerialBackendContract(BackendContract):
+    backend = "serial"
+
+
+class TestProcessBackendContract(BackendContract):
+    backend = "process"
+    options = {"workers": 2}
+
+
+@pytest.mark.ray
+class TestRayBackendContract(BackendContract):
+    backend = "ray"
+
+    @pytest.fixture(autouse=True)
+    def _ray(self, ray_cluster):
+        """Ray's backend joins the session's local Ray (it is already initialised)."""
+
+
+def test_an_unknown_option_names_the_backend_and_its_options():
+    with pytest.raises(TiersweepError, match=r"^--backend-opt address: backend 'process' takes no option 'address'; its options: workers, max_retries$"):
+        make_backend("process", {"address": "auto"})
+    with pytest.raises(TiersweepError, match=r"^--backend-opt workers: backend 'serial' takes no option 'workers'; its options: none$"):
+        backend_options("serial", {"workers": 2})
+    with pytest.raises(TiersweepError, match=r"^--backend-opt workers: expected a positive integer, got 0 \(backend 'process'\)$"):
+        backend_options("process", {"workers": 0})
+
+
+def test_options_reach_the_backend():
+    backend = make_backend("process", parse_backend_options(["workers=1", "max_retries=0"]))
+    try:
+        assert (backend.workers, backend.max_retries) == (1, 0)
+    finally:
+        backend.close()
+
+
+def test_backend_opt_values_are_read_as_integers_booleans_or_text():
+    assert parse_backend_options(["workers=2", "flag=true", "address=10.0.0.1:6379"]) == {
+        "workers": 2,
+        "flag": True,
+        "address": "10.0.0.1:6379",
+    }
+    assert parse_backend_options([], "auto") == {"address": "auto"}  # --address is address=
+    for bad in ("workers", "=2", "workers="):
+        with pytest.raises(TiersweepError, match=r"expected KEY=VALUE"):
+            parse_backend_options([bad])
+    with pytest.raises(TiersweepError, match=r"^--backend-opt address: given twice"):
+        parse_backend_options(["address=auto"], "auto")
+
+
+def test_the_command_line_checks_backend_options_before_reading_the_config(tmp_path, capsys):
+    missing = str(tmp_path / "missing.yaml")
+    assert main(["sweep", missing, "--backend", "process", "--backend-opt", "workers=0"]) == 2
+    assert "tiersweep: error: --backend-opt workers: expected a positive integer, got 0 (backend 'process')" in capsys.readouterr().err
+    assert main(["tune", missing, "--backend", "serial", "--backend-opt", "address=auto"]) == 2
+    assert "backend 'serial' takes no option 'address'; its options: none" in capsys.readouterr().err
+
+
+def test_a_registered_backend_is_a_choice_of_the_command_line_and_listed_in_its_help(tmp_path, capsys, monkeypatch):
+    class Echo(SerialBackend):
+        """A serial backend under another name, with one option."""
+
+        name = "echo"
+        doc = "the serial backend under another name"
+        params = {"label": Param(any_string, doc="a label it ignores")}
+
+        def __init__(self, label: str = "") -> None:
+            super().__init__()
+
+    BACKENDS.register(Echo)
+    try:
+        with pytest.raises(SystemExit):
+            main(["sweep", "--help"])
+        out = capsys.readouterr().out
+        assert "  echo: the serial backend under another name\n    label: a label it ignores" in out
+        assert "  process: a pool of worker processes on this machine\n    workers: " in out
+        config = write_yaml(tmp_path / "echo.yaml", small_raw("echo", seeds=1))
+        argv = ["sweep", str(config), "--out", str(tmp_path / "out"), "--backend", "echo", "--backend-opt", "label=x"]
+        assert main(argv) == 0
+        assert re.search(r"4 computed now \([0-9.]+ s on echo\)", capsys.readouterr().out)
+    finally:
+        BACKENDS.pop("echo")
+    with pytest.raises(SystemExit):  # argparse: no longer a choice
+        main(["sweep", str(config), "--backend", "echo"])
+    assert "invalid choice: 'echo' (choose from 'ray', 'process', 'serial')" in capsys.readouterr().err
 
 
 # -- failing cells ---------------------------------------------------------------------------
@@ -256,3 +350,42 @@ def test_a_batch_submitted_after_a_worker_died_is_run_on_a_new_pool():
     rows = [outcome["row"] for batch in finished.values() for outcome in batch]
     assert sorted(row["cell_id"] for row in rows) == sorted(c.cell_id for c in cells)
     assert all(row["status"] == "ok" for row in rows), [row.get("error") for row in rows]
+
+
+# -- one BLAS thread per worker ---------------------------------------------------------------
+
+
+def _unpinned_blas_threads() -> int:
+    """BLAS threads of a fresh interpreter of this environment (what a worker had unpinned)."""
+    import subprocess
+    import sys
+
+    code = "from tiersweep.sweep.worker_env import blas_threads; print(blas_threads())"
+    environment = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120, check=True)
+    return int(done.stdout)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: BLAS runs one thread anyway")
+def test_process_workers_run_one_blas_thread():
+    assert _unpinned_blas_threads() > 1  # else the check below could not fail
+    backend = make_backend("process", {"workers": 1})
+    try:
+        backend.submit(0, tiny_tasks(1), False)
+        assert [o["row"]["status"] for _, outcomes in backend.wait() for o in outcomes] == ["ok"]
+        assert backend._pool.submit(blas_threads).result(timeout=60) == 1
+    finally:
+        backend.close()
+
+
+@pytest.mark.ray
+def test_ray_workers_run_one_blas_thread(ray_cluster):
+    # (Ray itself sets OMP_NUM_THREADS to a task's CPUs when it is unset, which OpenBLAS reads;
+    # the backend's tasks say so themselves, whatever Ray's default.)
+    backend = make_backend("ray")
+    try:
+        assert backend.remote_options["runtime_env"]["env_vars"] == BLAS_ENV
+        pinned = ray_cluster.remote(**backend.remote_options)(blas_threads)
+        assert ray_cluster.get(pinned.remote(), timeout=120) == 1
+    finally:
+        backend.close()
