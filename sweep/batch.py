@@ -18,6 +18,7 @@ import numpy as np
 from ..core import simulate
 from ..core.version import MODEL_VERSION, code_digest, code_folder
 
+from . import trace_cache
 from .cells import flatten
 from .time_limit import CellTimeout, time_limit
 
@@ -108,7 +109,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
         jobs = segments = None
         limit = task.get("time_limit")
         try:
-            with time_limit(limit):
+            with time_limit(limit), trace_cache.serving():
                 result = simulate(task["run_spec"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
         except CellTimeout:
             row["status"] = "failed"
