@@ -5,6 +5,10 @@ workload rules, CPU annotation) and the simulation proper, and prints jobs simul
 second. Then the consolidation case that every sweep leans on: AMCBF (and CMCBF) on 320 nodes
 with two tiers over the first 20,000 jobs of CTC-SP2. Last, ``tiersweep run`` of EASY on the
 KTH-SP2 log as a whole process, interpreter start included.
+
+``tiersweep bench --sweep`` times sweeps on the backends instead, each against the serial
+backend measured in the same run: a 60-cell sweep of cells of about a second, and 200 tiny
+cells, whose wall time per cell is the backend's per-cell overhead.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from ..core.compiled_path import path_line
 from ..core.engine import Engine
@@ -25,7 +30,7 @@ from ..core.workloads.cpu import annotate_cpu
 from ..core.workloads.rules import jobs_from_records
 from ..core.workloads.swf import header_int, read_swf
 
-__all__ = ["BENCH_TRACES", "bench_command", "sweep_bench_command", "SWEEP_BENCH_CONFIG"]
+__all__ = ["BENCH_TRACES", "bench_command", "sweep_bench_command", "tiny_bench_config", "SWEEP_BENCH_CONFIG"]
 
 #: The sweep benchmark: 60 cells of about a second each (Ray's start and stop, ~5-8 s, are
 #: part of the measured time).
@@ -35,6 +40,11 @@ SWEEP_BENCH_CONFIG = {
     "grid": {"policy.name": ["amcbf", "cmcbf"], "workload.load": [0.5, 0.6, 0.7, 0.8, 0.9]},
     "seeds": 6,
 }
+
+#: The tiny-cell sweep (:func:`tiny_bench_config`): cells, jobs per cell, jobs of its trace.
+TINY_CELLS = 200
+TINY_JOBS = 50
+TINY_TRACE_JOBS = 28_000
 
 #: The logs benchmarked, smallest first.
 BENCH_TRACES = (
@@ -109,26 +119,78 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
     return 0
 
 
-def sweep_bench_command(backends: list[str]) -> int:
-    """Run the 60-cell benchmark sweep on each backend (fresh store each) and print wall time,
-    speed-up over the first backend, driver overhead per cell and backend start-up."""
-    from .config import parse_sweep_config
+def _sweep_timings(config: Any, backend: str) -> dict[str, float]:
+    """Run ``config`` on ``backend`` into a fresh store; its timings."""
     from .driver import run_sweep
+    from .store import read_table
 
+    with tempfile.TemporaryDirectory() as out:
+        outcome = run_sweep(config, out, backend=backend, progress=False)
+        cell_seconds = sum(read_table(outcome.store / "runs").column("wall_seconds").to_pylist())
+    startup = outcome.extra["startup_seconds"]
+    return {
+        "cells": outcome.computed,
+        "wall": outcome.elapsed_seconds,
+        "cell": cell_seconds,
+        "startup": startup,
+        # Wall time per cell once the backend is up (its start and stop are reported apart).
+        "per_cell_ms": 1000 * (outcome.elapsed_seconds - startup) / max(outcome.computed, 1),
+        "driver_ms": outcome.overhead_per_cell_ms,
+    }
+
+
+def tiny_bench_config(folder: str | Path) -> dict[str, Any]:
+    """The tiny-cell sweep: :data:`TINY_CELLS` cells of the first :data:`TINY_JOBS` jobs of a
+    generated trace as long as the KTH-SP2 log (written to ``folder``), where reading the trace
+    and dispatching the cell are most of a cell's cost."""
+    from ..core.spec import validate_spec
+    from ..core.workloads.build import model_records
+    from ..core.workloads.swf import write_swf
+
+    workload = validate_spec({"workload": {"model": "feitelson96", "jobs": TINY_TRACE_JOBS}})["workload"]
+    records, header, _ = model_records(workload, seed=1, nodes=100)
+    trace = Path(folder) / "tiny-bench.swf.gz"
+    write_swf(trace, records, {**header, "MaxProcs": 100})
+    return {
+        "name": "tiny",
+        "base": {"workload": {"trace": str(trace), "jobs": TINY_JOBS}},
+        "grid": {"policy.name": ["easy", "fcfs"]},
+        "seeds": TINY_CELLS // 2,
+    }
+
+
+def sweep_bench_command(backends: list[str]) -> int:
+    """Time two sweeps on each backend, the serial one first as the reference measured in the
+    same run: the 60-cell benchmark (wall time, speed-up over serial, driver overhead per cell,
+    backend start-up), then :data:`TINY_CELLS` tiny cells, whose wall time per cell (the
+    backend's start and stop apart) is the per-cell overhead, printed against serial's."""
+    from .config import parse_sweep_config
+
+    backends = ["serial", *(b for b in dict.fromkeys(backends) if b != "serial")]
     config = parse_sweep_config(SWEEP_BENCH_CONFIG)
     print(f"sweep benchmark: {SWEEP_BENCH_CONFIG['grid']} x {SWEEP_BENCH_CONFIG['seeds']} seeds; {os.cpu_count()} cpus\n")
     print(f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} {'overhead ms/cell':>17} {'start+stop s':>13}")
     first = None
     for backend in backends:
-        with tempfile.TemporaryDirectory() as out:
-            outcome = run_sweep(config, out, backend=backend, progress=False)
-            from .store import read_table
-
-            cell_seconds = sum(read_table(outcome.store / "runs").column("wall_seconds").to_pylist())
-        first = first or outcome.elapsed_seconds
+        t = _sweep_timings(config, backend)
+        first = first or t["wall"]
         print(
-            f"{backend:<9} {outcome.computed:>6} {outcome.elapsed_seconds:>8.1f} {cell_seconds:>8.1f} "
-            f"{first / outcome.elapsed_seconds:>8.2f}x {outcome.overhead_per_cell_ms:>17.1f} "
-            f"{outcome.extra['startup_seconds']:>13.1f}"
+            f"{backend:<9} {t['cells']:>6} {t['wall']:>8.1f} {t['cell']:>8.1f} {first / t['wall']:>8.2f}x "
+            f"{t['driver_ms']:>17.1f} {t['startup']:>13.1f}"
         )
+    with tempfile.TemporaryDirectory() as folder:
+        tiny = parse_sweep_config(tiny_bench_config(folder))
+        print(
+            f"\ntiny cells: {TINY_CELLS} cells of the first {TINY_JOBS} jobs of a {TINY_TRACE_JOBS:,}-job trace "
+            f"(per cell: wall time with the backend up; against serial: minus serial's)\n"
+        )
+        print(f"{'backend':<9} {'cells':>6} {'wall s':>8} {'start+stop s':>13} {'ms/cell':>8} {'vs serial ms/cell':>18}")
+        reference = None
+        for backend in backends:
+            t = _sweep_timings(tiny, backend)
+            reference = t["per_cell_ms"] if reference is None else reference
+            print(
+                f"{backend:<9} {t['cells']:>6} {t['wall']:>8.1f} {t['startup']:>13.1f} {t['per_cell_ms']:>8.1f} "
+                f"{t['per_cell_ms'] - reference:>+18.1f}"
+            )
     return 0
