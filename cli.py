@@ -120,8 +120,15 @@ def inapplicable(args: argparse.Namespace) -> str | None:
     a sweep on the serial backend "on" the cluster of ``--address``, a sweep benchmark run
     "with" ``--repeat 10``."""
     command = args.command
-    if command in ("sweep", "tune") and args.address is not None and args.backend != "ray":
-        return f"--address {args.address}: only --backend ray connects to a cluster, not --backend {args.backend}"
+    if command in ("sweep", "tune") and args.address is not None:
+        from .sweep.backends import BACKENDS
+
+        connecting = [name for name, cls in BACKENDS.items() if "address" in cls.params]
+        if args.backend not in connecting:
+            return (
+                f"--address {args.address}: only --backend {' or '.join(connecting)} connects to a cluster, "
+                f"not --backend {args.backend}"
+            )
     if command == "sweep" and args.dry_run and args.max_cells is not None:
         return "--max-cells: --dry-run lists every cell and computes none; give one of them"
     if command == "bench":
