@@ -229,7 +229,13 @@ def _backends_help() -> str:
 
 def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--backend-opt`` and ``--address`` of the commands that run cells."""
-    parser.add_argument("--backend", choices=_BackendNames(), default="ray", metavar="NAME", help="where cells run (see below) [%(default)s]")
+    parser.add_argument(
+        "--backend",
+        choices=_BackendNames(),
+        default="ray",
+        metavar="NAME",
+        help="where cells run (see below) [%(default)s]",
+    )
     parser.add_argument(
         "--backend-opt",
         dest="backend_opts",
@@ -238,7 +244,9 @@ def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="an option of the backend, e.g. --backend-opt workers=2 (repeatable; see below)",
     )
-    parser.add_argument("--address", help="an existing Ray cluster (host:port, ray://..., or auto): --backend-opt address=...")
+    parser.add_argument(
+        "--address", help="an existing Ray cluster (host:port, ray://..., or auto): --backend-opt address=..."
+    )
     parser.help_tail = _backends_help
 
 

@@ -184,7 +184,8 @@ def sweep_bench_command(backends: list[str]) -> int:
             f"\ntiny cells: {TINY_CELLS} cells of the first {TINY_JOBS} jobs of a {TINY_TRACE_JOBS:,}-job trace "
             f"(per cell: wall time with the backend up; against serial: minus serial's)\n"
         )
-        print(f"{'backend':<9} {'cells':>6} {'wall s':>8} {'start+stop s':>13} {'ms/cell':>8} {'vs serial ms/cell':>18}")
+        columns = ("cells", 6), ("wall s", 8), ("start+stop s", 13), ("ms/cell", 8), ("vs serial ms/cell", 18)
+        print(f"{'backend':<9} " + " ".join(f"{name:>{width}}" for name, width in columns))
         reference = None
         for backend in backends:
             t = _sweep_timings(tiny, backend)

@@ -175,7 +175,14 @@ def run_sweep(
             if on_batch is not None:
                 on_batch(runner.computed)
 
-        runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, with_jobs=with_jobs, on_outcomes=advance)
+        runner = CellRunner(
+            store,
+            config.name,
+            backend=backend,
+            backend_options=backend_options,
+            with_jobs=with_jobs,
+            on_outcomes=advance,
+        )
         try:
             with runner:
                 if todo:

@@ -110,11 +110,14 @@ class TestRayBackendContract(BackendContract):
 
 
 def test_an_unknown_option_names_the_backend_and_its_options():
-    with pytest.raises(TiersweepError, match=r"^--backend-opt address: backend 'process' takes no option 'address'; its options: workers, max_retries$"):
+    message = r"^--backend-opt address: backend 'process' takes no option 'address'; its options: workers, max_retries$"
+    with pytest.raises(TiersweepError, match=message):
         make_backend("process", {"address": "auto"})
-    with pytest.raises(TiersweepError, match=r"^--backend-opt workers: backend 'serial' takes no option 'workers'; its options: none$"):
+    message = r"^--backend-opt workers: backend 'serial' takes no option 'workers'; its options: none$"
+    with pytest.raises(TiersweepError, match=message):
         backend_options("serial", {"workers": 2})
-    with pytest.raises(TiersweepError, match=r"^--backend-opt workers: expected a positive integer, got 0 \(backend 'process'\)$"):
+    message = r"^--backend-opt workers: expected a positive integer, got 0 \(backend 'process'\)$"
+    with pytest.raises(TiersweepError, match=message):
         backend_options("process", {"workers": 0})
 
 
@@ -143,7 +146,8 @@ def test_backend_opt_values_are_read_as_integers_booleans_or_text():
 def test_the_command_line_checks_backend_options_before_reading_the_config(tmp_path, capsys):
     missing = str(tmp_path / "missing.yaml")
     assert main(["sweep", missing, "--backend", "process", "--backend-opt", "workers=0"]) == 2
-    assert "tiersweep: error: --backend-opt workers: expected a positive integer, got 0 (backend 'process')" in capsys.readouterr().err
+    expected = "tiersweep: error: --backend-opt workers: expected a positive integer, got 0 (backend 'process')"
+    assert expected in capsys.readouterr().err
     assert main(["tune", missing, "--backend", "serial", "--backend-opt", "address=auto"]) == 2
     assert "backend 'serial' takes no option 'address'; its options: none" in capsys.readouterr().err
 
@@ -362,7 +366,9 @@ def _unpinned_blas_threads() -> int:
 
     code = "from tiersweep.sweep.worker_env import blas_threads; print(blas_threads())"
     environment = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120, check=True
+    )
     return int(done.stdout)
 
 
