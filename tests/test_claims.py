@@ -200,10 +200,11 @@ def test_a_threshold_claim_is_judged_per_level_not_pooled():
     # won at 1 of 3 loads, not in most cases: the crossover lies below 0.9, not at 95 %.
     wins = {0.5: [0.5, 0.55, 0.6], 0.7: [0.5, 0.55, 0.6], 0.9: [0.5, 0.55, 0.6]}
     mixed = {0.5: [0.5, 0.55, 0.6], 0.7: [0.3, 1.6, 0.9], 0.9: [0.8, 1.9, 1.2]}
-    verdict = beats_below("workload.cpu_usage", 0.95, "amcbf", "easy", "mean_bsld")(_usage_runs({"[0.2, 0.8]": wins, "[0.8, 1.0]": mixed}))
+    below_95 = beats_below("workload.cpu_usage", 0.95, "amcbf", "easy", "mean_bsld")
+    verdict = below_95(_usage_runs({"[0.2, 0.8]": wins, "[0.8, 1.0]": mixed}))
     assert (verdict.held, verdict.settings, verdict.holds) == (1, 2, False)
     assert "cpu_usage mean 0.9: 1 of 3 loads (not held)" in verdict.text and "off at mean 0.9" in verdict.text
-    verdict = beats_below("workload.cpu_usage", 0.95, "amcbf", "easy", "mean_bsld")(_usage_runs({"[0.2, 0.8]": wins, "[0.8, 1.0]": wins}))
+    verdict = below_95(_usage_runs({"[0.2, 0.8]": wins, "[0.8, 1.0]": wins}))
     assert (verdict.held, verdict.settings, verdict.holds) == (2, 2, True)
 
 

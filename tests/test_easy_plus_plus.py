@@ -5,7 +5,8 @@ backfilling on system-generated runtime predictions, as parameters of the backfi
   completed jobs, capped by its request; with less history, or no user id, the request.
 * A running job that outlives its prediction gets a longer one at the next pass
   (``correction: increment``, the default and the authors' scheme: 1 min, 5 min, 15 min, ...
-  past the first prediction; ``request``: the request at once). The kill time stays the request (the workload's overrun rule).
+  past the first prediction; ``request``: the request at once). The kill time stays the
+  request (the workload's overrun rule).
 * ``order: spf``: the jobs behind the head are tried shortest predicted first.
 * ``prediction: user``, ``order: fcfs`` (the defaults) are the family as it was.
 
@@ -710,5 +711,6 @@ def test_the_default_correction_is_the_authors_increments():
     # extra 2) waits until B ends at 1300; extended to the request E would start at 400.
     jobs = engine_run(CORRECTION_E, make_policy("easy", prediction="last2"))
     assert [j.start_time for j in jobs] == [0, 0, 200, 1200, 1300]
-    spec = simulate({"workload": {"model": "lublin03", "jobs": 5}, "policy": {"name": "easy", "prediction": "last2"}}).spec
+    spec = {"workload": {"model": "lublin03", "jobs": 5}, "policy": {"name": "easy", "prediction": "last2"}}
+    spec = simulate(spec).spec
     assert spec["policy"]["correction"] == "increment"
