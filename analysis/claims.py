@@ -49,6 +49,7 @@ __all__ = [
     "CLAIMS",
     "Verdict",
     "Estimate",
+    "ratio_estimates",
     "KINDS",
     "SCOPES",
     "measure",
