@@ -18,7 +18,17 @@ import pytest
 from tiersweep.analysis.claims import (
     CLAIMS,
     KINDS,
+    OUTCOMES,
+    UNTESTABLE,
+    Claim,
     Estimate,
+    Verdict,
+    easy_pp_beats_easy,
+    headline,
+    level_ratio,
+    markdown,
+    outcomes,
+    vm_ratio,
     beats_below,
     comparison_wins,
     fewer_migrations,
@@ -226,3 +236,174 @@ def test_every_claim_names_a_config_that_exists():
     configs = Path(__file__).resolve().parents[1] / "configs"
     missing = sorted({c.sweep for c in CLAIMS if not (configs / f"{c.sweep}.yaml").exists()})
     assert not missing, f"claims measured on configs that do not exist: {missing}"
+
+
+# -- every row: quote, setting, kind, config, columns ------------------------------------------------
+
+
+def test_every_row_quotes_the_paper_and_states_its_setting_choices_and_columns():
+    for claim in CLAIMS:
+        assert claim.kind in KINDS, claim.text
+        assert len(claim.quote) > 20 and '"' in claim.quote or ":" in claim.quote, claim.text
+        assert claim.setting and claim.choices and claim.columns, claim.text
+        assert {"status", "seed"} <= set(claim.columns) or claim.paper == "001", claim.text
+    for entry in UNTESTABLE:
+        assert entry.quote and entry.reason
+    # Papers 002 and 003 have rows; every paper has at least one.
+    assert {c.paper for c in CLAIMS} == {"000", "001", "002", "003", "004"}
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.paper}:{c.sweep}:{c.text[:40]}")
+def test_every_row_reads_only_the_columns_it_names(claim):
+    # A runs table with exactly the named columns and no rows: a column the row reads but does
+    # not name raises KeyError here.
+    verdict = claim.measure(pd.DataFrame({column: pd.Series(dtype=object) for column in claim.columns}))
+    assert not verdict.holds
+
+
+def test_the_claims_of_the_issue_are_rows():
+    texts = [c.text for c in CLAIMS]
+
+    def has(*words):
+        return any(all(w in t for w in words) for t in texts)
+
+    assert has("360 s", "JWorkload") and has("about 80 %", "JWorkload")
+    assert has("improves as CPU-estimate accuracy increases")
+    assert has("CMBF and AMBF outperform FCFS") and has("higher utilisation")
+    assert has("3 tiers beat 2 tiers") and has("Selective backfilling beats conservative and EASY")
+    assert has("EASY++ beats EASY")
+    assert has("Best fit accepts more than Oktopus and greedy")
+    assert has("AdaBa accepts more than each other embedder", "KTH-SP2") and has("(NASA-iPSC)")
+    assert has("SDF beats BgMBFSDF and BgMBF") and has("BgMBFSDF migrates less") and has("KTH-SP2 than on NASA-iPSC")
+    assert has("max at 0.5", "efficiency") and has("mean XF by about 40 %")
+    # The sensitivity config's JWorkload half and paper 002's and 003's runs are read.
+    assert {"liu2013_sensitivity_j", "paper002_ktier", "paper002_selective", "paper003_easy_pp", "paper004_fig5_accept_traces"} <= {
+        c.sweep for c in CLAIMS
+    }
+
+
+# -- calibrated choices ------------------------------------------------------------------------------
+
+
+def test_calibrated_rows_stand_beside_a_row_that_follows_the_text():
+    calibrated = [c for c in CLAIMS if c.calibrated]
+    assert calibrated, "paper 001's allocation: paper and EASY++'s correction: request are calibrated"
+    for claim in calibrated:
+        twins = [c for c in CLAIMS if c.text == claim.text and c.paper == claim.paper and not c.calibrated]
+        assert len(twins) == 1, claim.text
+    assert any("allocation: paper" in " ".join(c.choices) for c in calibrated)
+    assert any("allocation: fixed_point" in " ".join(c.choices) for c in CLAIMS if not c.calibrated)
+
+
+def _claim(text: str, calibrated: bool = False) -> Claim:
+    return Claim("001", text, "delgado_vms", lambda runs: Verdict("", 0, 0, False), calibrated=calibrated)
+
+
+def test_the_headline_counts_a_claim_by_the_row_that_follows_the_text():
+    held, failed = Verdict("", 1, 1, True), Verdict("", 0, 1, False)
+    measured = [
+        (_claim("a"), held), (_claim("a", True), failed),  # the text's row holds: reproduced
+        (_claim("b"), failed), (_claim("b", True), held),  # only the calibrated row holds
+        (_claim("c"), failed), (_claim("c", True), failed),  # neither
+        (_claim("d"), None),  # not run
+        (_claim("e"), None), (_claim("e", True), held),  # the text's row not run yet: awaiting
+    ]
+    assert outcomes(measured) == {
+        "001: a": "reproduced",
+        "001: b": "reproduced only under a calibrated choice",
+        "001: c": "not reproduced",
+        "001: d": "awaiting a run",
+        "001: e": "awaiting a run",
+    }
+    counts = headline(measured)
+    assert list(counts) == list(OUTCOMES)
+    assert (counts["reproduced"], counts["reproduced only under a calibrated choice"], counts["not reproduced"]) == (1, 1, 1)
+    assert counts["awaiting a run"] == 2 and counts["untestable"] == len(UNTESTABLE)
+
+
+def test_the_table_lists_every_row_and_says_which_await_a_run(tmp_path):
+    text = markdown(tmp_path)
+    assert text.count("awaiting a run |") >= len(CLAIMS)
+    assert f"{len({(c.paper, c.text) for c in CLAIMS})} awaiting a run" in text
+    assert "**[calibrated]**" in text and "Untestable claims" in text
+    assert all(u.reason in text for u in UNTESTABLE)
+
+
+# -- the new measures, on hand-made runs ---------------------------------------------------------------
+
+
+def test_a_factor_level_against_another_is_paired_by_seed():
+    # AMCBF with 3 tiers: response 0.9 e^(+-0.01) x its 2-tier value at load 0.5 (interval
+    # 0.9 e^(+-0.0248) = [0.878, 0.923], below 1: a win); at load 0.9: 0.8, 1.3, 1.0 (straddles 1).
+    rows = []
+    for load, ratios in {0.5: _spread(0.9, 0.01), 0.9: [0.8, 1.3, 1.0]}.items():
+        for seed, ratio in enumerate(ratios):
+            for tiers, value in ((2, 100.0), (3, 100.0 * ratio)):
+                rows.append({"status": "ok", "policy.name": "amcbf", "platform.tiers": tiers, "workload.load": load,
+                             "seed": seed, "mean_response": value})
+    runs = pd.DataFrame(rows)
+    verdict = level_ratio("platform.tiers", 3, 2, "mean_response", policies=("amcbf",))(runs)
+    assert (verdict.held, verdict.settings, verdict.holds) == (1, 2, False)
+    assert "load 0.5: 0.90 [0.88, 0.92]" in verdict.text and "(x)" in verdict.text
+    assert level_ratio("platform.tiers", 3, 2, "mean_response", policies=("amcbf",), scope="any")(runs).holds
+
+
+def test_an_inclusive_threshold_puts_the_level_itself_on_the_paper_side():
+    # "the threshold is 360 seconds": AMCBF still wins at 360 s, not at 480 or 600.
+    levels = [(0.0, True), (120.0, True), (360.0, True), (480.0, False), (600.0, False)]
+    assert threshold_holds(levels, 360.0, inclusive=True)
+    assert not threshold_holds(levels, 360.0)  # exclusive: 360 would have to fail
+    assert not threshold_holds([(240.0, True), (360.0, False)], 360.0, inclusive=True)
+
+
+def test_a_migration_cost_threshold_claim_reads_each_cost_as_a_level():
+    frames = []
+    for cost, by_load in {"0.0": {0.5: [0.5, 0.55, 0.6]}, "360.0": {0.5: [0.5, 0.55, 0.6]}, "600.0": {0.5: [0.8, 1.9, 1.2]}}.items():
+        frame = _runs(by_load)
+        frame["platform.migration_cost"] = cost
+        frames.append(frame)
+    runs = pd.concat(frames, ignore_index=True)
+    verdict = beats_below("platform.migration_cost", 360.0, "amcbf", "easy", "mean_bsld", inclusive=True)(runs)
+    assert (verdict.held, verdict.settings, verdict.holds) == (3, 3, True)
+    verdict = beats_below("platform.migration_cost", 120.0, "amcbf", "easy", "mean_bsld", inclusive=True)(runs)
+    assert not verdict.holds and "off at mean 360" in verdict.text
+
+
+def test_easy_plus_plus_is_compared_with_easy_per_log_under_each_correction():
+    # One deterministic log (every seed the same run): EASY waits 100; EASY++ with the increments
+    # 220 (loses), with request 80 (wins); bounded slowdowns 10, 5, 6.
+    rows = []
+    for seed in range(3):
+        for prediction, correction, wait, bsld in (("user", "increment", 100.0, 10.0), ("last2", "increment", 220.0, 5.0), ("last2", "request", 80.0, 6.0)):
+            rows.append({"status": "ok", "seed": seed, "workload.trace": "/t/CTC-SP2-1996-3.1-cln.swf.gz", "policy.prediction": prediction,
+                         "policy.correction": correction, "mean_wait": wait, "mean_bsld": bsld})
+    runs = pd.DataFrame(rows)
+    increments = easy_pp_beats_easy("increment")(runs)
+    assert (increments.held, increments.settings, increments.holds) == (1, 2, False)
+    assert "trace CTC-SP2: 2.20 (deterministic) (x)" in increments.text
+    request = easy_pp_beats_easy("request")(runs)
+    assert (request.held, request.settings, request.holds) == (2, 2, True)
+
+
+def test_fewer_migrations_across_logs_is_paired_by_seed_per_policy_and_load():
+    rows = []
+    for seed, (kth, nasa) in enumerate([(0.10, 0.20), (0.12, 0.21), (0.11, 0.19)]):
+        for trace, value in (("KTH-SP2", kth), ("NASA-iPSC", nasa)):
+            rows.append({"status": "ok", "seed": seed, "policy.name": "bgmbf", "workload.load": 0.5,
+                         "workload.trace": trace, "migrations_per_job": value})
+    verdict = fewer_migrations("KTH-SP2", "NASA-iPSC", by=("policy.name", "workload.load"), column="workload.trace")(pd.DataFrame(rows))
+    assert (verdict.held, verdict.settings, verdict.holds) == (1, 1, True)
+    assert "name bgmbf, load 0.5: 0.110 vs 0.200" in verdict.text
+
+
+def test_paper_001s_vm_max_ratios_are_read_per_selector_without_an_interval():
+    rows = [
+        {"status": "ok", "seed": 1, "workload.trace": "LPC-EGEE", "policy.selector": "pc-g", "platform.max": m, "efficiency": e, "mean_xf": x}
+        for m, e, x in (("1.0", 1.0, 2.0), ("[1.0, 1.0, 1.0, 0.5]", 0.99, 2.1), ("0.5", 0.6, 2.9))
+    ]
+    runs = pd.DataFrame(rows)
+    assert vm_ratio("efficiency", "platform.max", [1.0, 1.0, 1.0, 0.5], 1.0, 1.0, 0.02)(runs).holds  # 0.99
+    drop = vm_ratio("efficiency", "platform.max", 0.5, 1.0, 1.0, 0.0, compare_only=True)(runs)
+    assert drop.holds and "pc-g: 0.600 (deterministic)" in drop.text
+    xf = vm_ratio("mean_xf", "platform.max", 0.5, 1.0, 1.4, 0.1)(runs)  # 1.45: within 1.4 +- 0.1
+    assert xf.holds and not vm_ratio("mean_xf", "platform.max", 0.5, 1.0, 1.2, 0.1)(runs).holds
