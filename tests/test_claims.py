@@ -27,6 +27,7 @@ from tiersweep.analysis.claims import (
     headline,
     level_ratio,
     markdown,
+    most_migrations,
     outcomes,
     vm_ratio,
     beats_below,
@@ -407,3 +408,17 @@ def test_paper_001s_vm_max_ratios_are_read_per_selector_without_an_interval():
     assert drop.holds and "pc-g: 0.600 (deterministic)" in drop.text
     xf = vm_ratio("mean_xf", "platform.max", 0.5, 1.0, 1.4, 0.1)(runs)  # 1.45: within 1.4 +- 0.1
     assert xf.holds and not vm_ratio("mean_xf", "platform.max", 0.5, 1.0, 1.2, 0.1)(runs).holds
+
+
+def test_the_most_migrations_of_a_run_is_a_range_claim():
+    # Total migrations = per job x jobs: bgmbf at load 0.5 gives 300, 340, 320 (mean 320, t
+    # interval 320 +- 4.3027 x 20 / sqrt(3) = [270.3, 369.7]); at 0.9 every seed 100 (deterministic).
+    rows = [{"status": "ok", "seed": s, "policy.name": "bgmbf", "workload.load": 0.5, "jobs": 1000, "migrations_per_job": v}
+            for s, v in enumerate((0.30, 0.34, 0.32))]
+    rows += [{"status": "ok", "seed": s, "policy.name": "bgmbf", "workload.load": 0.9, "jobs": 1000, "migrations_per_job": 0.1}
+             for s in range(3)]
+    runs = pd.DataFrame(rows)
+    verdict = most_migrations(350.0, 35.0)(runs)
+    assert verdict.holds and "load 0.9: 100 (deterministic)" in verdict.text
+    assert not most_migrations(200.0, 20.0)(runs).holds  # 320's interval lies wholly above 220
+    assert not most_migrations(500.0, 50.0)(runs).holds  # the best does not reach 450
