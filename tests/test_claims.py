@@ -422,3 +422,56 @@ def test_the_most_migrations_of_a_run_is_a_range_claim():
     assert verdict.holds and "load 0.9: 100 (deterministic)" in verdict.text
     assert not most_migrations(200.0, 20.0)(runs).holds  # 320's interval lies wholly above 220
     assert not most_migrations(500.0, 50.0)(runs).holds  # the best does not reach 450
+
+
+# -- every row evaluates on a runs table shaped like its config ------------------------------------------
+
+_METRICS = (
+    "mean_response", "mean_bsld", "mean_wait", "utilization", "migrations_per_job", "accept_rate", "efficiency",
+    "makespan", "median_xf", "mean_xf",
+)
+
+
+def _like_config(sweep: str) -> pd.DataFrame:
+    """Stored-looking runs of ``configs/<sweep>.yaml`` at three seeds: its cells' flattened specs
+    (typed as the store types them: lists and mixtures as text) and random positive metrics."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from tiersweep.sweep.cells import flatten
+    from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
+    from tiersweep.sweep.store import spec_column_types
+
+    config = load_sweep_config(Path(__file__).resolve().parents[1] / "configs" / f"{sweep}.yaml")
+    config = parse_sweep_config({**config.raw, "seeds": 3})
+    specs = [flatten(cell.spec) for cell in expand(config)]
+    types = spec_column_types(specs)
+    frame = pd.DataFrame(specs)
+    for column, kind in types.items():
+        if str(kind) == "string":
+            frame[column] = frame[column].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v) if isinstance(v, (list, dict)) else str(v))
+    rng = np.random.default_rng(7)
+    for metric in _METRICS:
+        frame[metric] = rng.lognormal(0.0, 0.3, len(frame))
+    frame["jobs"] = 1000
+    frame["status"] = "ok"
+    return frame
+
+
+# The two six-scheduler configs take 15-20 s each here: slow.
+_SLOW_SHAPES = {"liu2013_fworkload", "liu2013_jworkload"}
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [pytest.param(s, marks=pytest.mark.slow) if s in _SLOW_SHAPES else s for s in sorted({c.sweep for c in CLAIMS})],
+)
+def test_every_row_evaluates_on_runs_shaped_like_its_config(sweep):
+    # A filter that matches nothing (a level written differently from the config's, a trace
+    # name that is not the log's) leaves a row with no settings: caught here, before a long run.
+    frame = _like_config(sweep)
+    for claim in (c for c in CLAIMS if c.sweep == sweep):
+        verdict = claim.measure(frame[[c for c in frame.columns if c in set(claim.columns) | {"cell_id"}]])
+        assert verdict.settings > 0 and "no cells stored" not in verdict.text, (claim.text, verdict.text[:300])
