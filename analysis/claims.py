@@ -53,6 +53,7 @@ __all__ = [
     "outcomes",
     "headline",
     "level_ratio",
+    "gain_shrinks",
     "most_migrations",
     "Verdict",
     "Estimate",
@@ -736,6 +737,29 @@ def level_ratio(
     return measure
 
 
+def gain_shrinks(axis: str, low: object, high: object, policy: str, baseline: str, metric: str) -> Measure:
+    """A comparison of a gain across a factor ("the benefit [...] is inversely proportional to
+    the average CPU usage"): ``policy``'s ``metric`` over ``baseline``'s, per seed, is smaller
+    (a larger benefit) at ``axis`` = ``low`` than at ``high``: the ratio of the two ratios,
+    paired by seed, lies below 1 at every load. The other sensitivity factors at their defaults."""
+
+    def measure(runs: pd.DataFrame) -> Verdict:
+        runs = _at_defaults(_ok(runs), axis).copy()
+        runs[axis] = runs[axis].map(_key)
+        runs = runs[runs[axis].isin([_key(low), _key(high)]) & runs["policy.name"].isin([policy, baseline])]
+        table = runs.pivot_table(index=[axis, "workload.load", "seed"], columns="policy.name", values=metric)
+        if table.empty or {policy, baseline} - set(table.columns):
+            return Verdict("no cells stored", 0, 0, False)
+        ratios = (table[policy] / table[baseline]).rename("ratio").reset_index()
+        ratios["policy.name"] = ratios[axis]  # the levels compared, as the policies of ratio_below
+        ratios["status"] = "ok"
+        verdict = ratio_below([_key(low)], _key(high), ["ratio"], column="policy.name")(ratios.drop(columns=[axis]))
+        head = f"({metric} {policy}/{baseline} at {axis.split('.')[-1]} {_key(low)}) / (the same at {_key(high)})"
+        return Verdict(f"{head}: {verdict.text}", verdict.held, verdict.settings, verdict.holds)
+
+    return measure
+
+
 def _variants(runs: pd.DataFrame) -> pd.DataFrame:
     """Paper 003's schedulers as one column ``variant``: ``easy`` (the user's estimate),
     ``easy++`` (last-two predictions, shortest first, the authors' increments) and
@@ -940,6 +964,21 @@ def _sensitivity_rows() -> list[Claim]:
             setting=_J_SETTING + _SENS_NOTE,
             columns=_SENS_COLUMNS,
             choices=_LIU_CHOICES,
+        ),
+        *(
+            Claim(
+                "000",
+                f"AMCBF's benefit over EASY shrinks as the average CPU usage rises ({name}; mean usage 0.5 against "
+                "0.95, bounded slowdown, every load)",
+                sweep,
+                gain_shrinks("workload.cpu_usage", [0.2, 0.8], [0.9, 1.0], "amcbf", "easy", "mean_bsld"),
+                quote="5.4, finding 3: \"The benefit gained from consolidation is inversely proportional to the "
+                "average CPU usage of parallel processes.\"",
+                setting=setting + _SENS_NOTE,
+                columns=_SENS_COLUMNS,
+                choices=_LIU_CHOICES,
+            )
+            for name, sweep, setting in (("FWorkload", "liu2013_sensitivity", _F_SETTING), ("JWorkload", "liu2013_sensitivity_j", _J_SETTING))
         ),
         Claim(
             "000",

@@ -24,6 +24,7 @@ from tiersweep.analysis.claims import (
     Estimate,
     Verdict,
     easy_pp_beats_easy,
+    gain_shrinks,
     headline,
     level_ratio,
     markdown,
@@ -475,3 +476,18 @@ def test_every_row_evaluates_on_runs_shaped_like_its_config(sweep):
     for claim in (c for c in CLAIMS if c.sweep == sweep):
         verdict = claim.measure(frame[[c for c in frame.columns if c in set(claim.columns) | {"cell_id"}]])
         assert verdict.settings > 0 and "no cells stored" not in verdict.text, (claim.text, verdict.text[:300])
+
+
+def test_a_gain_that_shrinks_with_a_factor_is_a_ratio_of_ratios_paired_by_seed():
+    # Usage [0.2, 0.8]: AMCBF/EASY 0.5 e^(+-0.01); usage [0.9, 1.0]: 0.8 (every seed). Per seed
+    # the ratio of ratios is 0.625 e^(+-0.01): interval 0.625 e^(+-0.0248) = [0.61, 0.64], below 1.
+    low = _runs({0.5: _spread(0.5, 0.01)})
+    low["workload.cpu_usage"] = "[0.2, 0.8]"
+    high = _runs({0.5: [0.8, 0.8, 0.8]})
+    high["workload.cpu_usage"] = "[0.9, 1.0]"
+    runs = pd.concat([low, high], ignore_index=True)
+    verdict = gain_shrinks("workload.cpu_usage", [0.2, 0.8], [0.9, 1.0], "amcbf", "easy", "mean_bsld")(runs)
+    assert (verdict.held, verdict.settings, verdict.holds) == (1, 1, True)
+    assert "load 0.5: 0.62 [0.61, 0.64]" in verdict.text
+    # The other way round (the benefit grows with usage) does not hold.
+    assert not gain_shrinks("workload.cpu_usage", [0.9, 1.0], [0.2, 0.8], "amcbf", "easy", "mean_bsld")(runs).holds
