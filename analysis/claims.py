@@ -1047,10 +1047,14 @@ CLAIMS: list[Claim] = [
 
 _VM_COLUMNS = (*_RUN, "workload.trace", "workload.load", "platform.shares", "platform.allocation", "policy.selector")
 _V_E = (
-    "V-E (CTC): efficiency about 98 % with homogeneous shares and 56-58 % with heterogeneous ones for both "
-    "algorithms (PC-sg, PCFC-sg); heterogeneous shares roughly double the makespan and nearly double the median XF"
+    "V-E, figure 10 (CTC, PCFC and PC-sg): \"the makespan is roughly doubled for the heterogeneous VM case. In "
+    "terms of efficiency, both algorithms are about 98% for all the homogeneous and 56-58% for the heterogeneous "
+    "configurations. The median expansion factors were nearly twice as large in the heterogeneous VM case\""
 )
-_CTC_SETTING = "first 10,000 jobs of CTC-SP2 as recorded, 64 machines x 4 VMs, FCFS with backfilling on EC estimates (the paper's)"
+_CTC_SETTING = (
+    "the paper's CTC trace run unmodified (IV) on 64 machines x 4 VMs, FCFS with backfilling on EC estimates; the "
+    "number of jobs is not stated: ours the first 10,000 jobs of CTC-SP2 (as for its Grid'5000 runs)"
+)
 _ALLOCATIONS = (
     ("fixed_point", False, "allocation: fixed_point (text, V-D: serial jobs \"consume all the compute cycles lost due to the ripple effect\")"),
     ("paper", True, "allocation: paper (calibrated: a one-pass split, chosen because it reproduces the CTC figures)"),
