@@ -1,8 +1,16 @@
 """The papers' testable claims, measured on reproduction sweeps (the data of REPRODUCTION.md).
 
-``python -m tiersweep.analysis.claims RESULTS_DIR`` prints one Markdown row per claim whose
-sweep is in RESULTS_DIR: the claim, its kind, the measured values with their 95 % intervals over
-seeds, at how many of the settings it holds, the verdict and the config that produced it.
+``python -m tiersweep.analysis.claims RESULTS_DIR`` prints the headline counts and one Markdown
+row per claim (:data:`CLAIMS`): the claim, the paper's words and where they stand, the setting
+(the paper's, or ours and why), the model choices the verdict depends on, its kind, the measured
+values with their 95 % intervals over seeds, at how many of the settings it holds, the verdict
+(or "awaiting a run" where its sweep is not in RESULTS_DIR) and the config that measures it;
+then the claims no config can test (:data:`UNTESTABLE`) with the reason.
+
+Where a paper's text and its figures call for different models, the text's model is the
+default and the calibrated one (chosen to match the figures) runs beside it as a config axis:
+the claim has two rows, the second marked ``calibrated``, and :func:`headline` counts it as
+reproduced, reproduced only under a calibrated choice, or not reproduced (:func:`outcomes`).
 
 Every claim is of one of four kinds (:data:`KINDS`), and each kind has one rule, written once
 here (:func:`comparison_wins`, :func:`point_holds`, :func:`range_holds`, :func:`threshold_holds`)
