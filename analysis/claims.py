@@ -907,6 +907,20 @@ def _liu_rows() -> list[Claim]:
                 **common,
             ),
         ]
+    name, sweep, fig, model = _WORKLOADS[1]
+    rows.append(
+        Claim(
+            "000",
+            "CMBF needs more migrations than AMCBF and CMCBF (JWorkload)",
+            sweep,
+            _all_of(fewer_migrations("amcbf", "cmbf"), fewer_migrations("cmcbf", "cmbf")),
+            quote=f"5.3, observation 4 ({fig}): \"We note that there are more job migrations in CMBF than in AMCBF "
+            "and CMCBF, as shown in the JWorkload results.\"",
+            setting=_LIU_SETTING.format(name=name, model=model),
+            columns=_LIU_COLUMNS,
+            choices=_LIU_CHOICES,
+        )
+    )
     return rows
 
 
