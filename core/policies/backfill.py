@@ -166,8 +166,8 @@ class Backfill(BasePolicy):
             :class:`~tiersweep.core.policies.prediction.LastTwo` (see the module docstring).
         order: ``fcfs`` tries the jobs behind the head in queue order; ``spf`` shortest
             predicted first.
-        correction: How a ``last2`` prediction a running job outlives grows (``request``, the
-            default, or ``increment``); unused with ``user``.
+        correction: How a ``last2`` prediction a running job outlives grows (``increment``, the
+            default, or ``request``); unused with ``user``.
     """
 
     #: Jobs are started with ``Start(job)``: the platform picks the units.
@@ -180,7 +180,7 @@ class Backfill(BasePolicy):
     #: it, since its estimated duration depends on where it runs).
     places: bool = False
 
-    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "request") -> None:
+    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> None:
         for key, value, choices in (("prediction", prediction, PREDICTIONS), ("order", order, ORDERS), ("correction", correction, CORRECTIONS)):
             if value not in choices:
                 raise ValueError(f"{key}: unknown value {value!r}; valid choices: {', '.join(choices)}")
@@ -416,7 +416,7 @@ class Easy(Backfill):
 
     name = "easy"
 
-    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "request") -> None:
+    def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> None:
         super().__init__(prediction, order, correction)
         # (shadow, extra, last queue index scanned, epoch of the running jobs), or None.
         self._memo: tuple[float, int, int, int] | None = None
@@ -606,7 +606,7 @@ class Selective(Backfill):
         xfactor_threshold: float | str = "adaptive",
         prediction: str = "user",
         order: str = "fcfs",
-        correction: str = "request",
+        correction: str = "increment",
     ) -> None:
         super().__init__(prediction, order, correction)
         self.starvation = StarvationThreshold(xfactor_threshold)
