@@ -8,7 +8,7 @@
       policy.name: [easy, ambf, amcbf]
       workload.load: [0.6, 0.8, 1.0]
     zip:                       # axes that vary together (equal lengths)
-      - {policy.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
+      - {platform.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
     exclude:                   # drop the cells matching every key of a rule
       - {policy.name: easy, workload.load: 1.0}
     # grids: [{...}, {...}]    # instead of grid: the union of several grids (one-at-a-time

@@ -8,7 +8,7 @@
     params:
       policy.bg_threshold: {low: 0.5, high: 1.0}                # float
       policy.xfactor_threshold: {low: 1, high: 100, log: true}  # float, log scale
-      policy.migration_cost: {low: 0, high: 600, type: int}     # integer
+      platform.migration_cost: {low: 0, high: 600, type: int}   # integer
       platform.tiers: {choices: [2, 3]}                         # categorical
     objective: {mean_bsld: minimize}          # or several: {mean_bsld: minimize, utilization: maximize}
     seeds: 2                                  # each trial averages over these seeds ...
