@@ -127,7 +127,9 @@ class Auditor:
         extra: Called with the engine after the generic checks (policy-specific promises).
     """
 
-    def __init__(self, platform: BasePlatform, per_unit: int = 1, extra: Callable[[Engine], None] | None = None) -> None:
+    def __init__(
+        self, platform: BasePlatform, per_unit: int = 1, extra: Callable[[Engine], None] | None = None
+    ) -> None:
         self.units = [platform.free_count(t) for t in range(platform.tiers)]
         self.per_unit = per_unit
         self.extra = extra
@@ -366,9 +368,12 @@ class ProbingMixin:
                 f"check_start accepted {free + 1} processes with {free} units free"
             )
             fits = Job(len(sim.jobs), -1, sim.now, free, 1.0)
-            assert platform.check_start(fits, tier, None) is None, f"check_start refused {free} processes with {free} units free"
+            assert platform.check_start(fits, tier, None) is None, (
+                f"check_start refused {free} processes with {free} units free"
+            )
         else:
-            assert isinstance(platform.check_start(job, tier, None), str), "a platform without placement chose units itself"
+            chose = platform.check_start(job, tier, None)
+            assert isinstance(chose, str), "a platform without placement chose units itself"
         assert _public_state(platform) == before, "check_start changed the platform"
         self.probes.append("start")
 

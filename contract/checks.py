@@ -182,16 +182,21 @@ def assert_run_contract(run: ContractRun, *, may_reject: bool = False) -> None:
             f"job {job.job_id} held its units {held_time[i]:g} s for {job.runtime:g} s of work"
         )
         done = auditor.work.get(i, 0.0) - run.engine.lost_progress.get(i, 0.0)
-        tolerance = 1e-9 * max(1.0, job.runtime) + 8 * auditor.pieces[i] * float(np.spacing(max(1.0, abs(job.finish_time))))
+        rounding = float(np.spacing(max(1.0, abs(job.finish_time))))
+        tolerance = 1e-9 * max(1.0, job.runtime) + 8 * auditor.pieces[i] * rounding
         assert abs(done - job.runtime) <= tolerance, (
             f"job {job.job_id} finished at {job.finish_time:g} after {done!r} s of work at the rates it ran at, "
             f"for a runtime of {job.runtime!r}"
         )
-        if auditor.rates.get(i) == {1.0} and job.migrations == 0 and policy.suspensions[i] == 0 and policy.moves[i] == 0:
-            assert job.finish_time == job.start_time + job.runtime, f"job {job.job_id} ran at rate 1 but not for its runtime"
+        undisturbed = job.migrations == 0 and policy.suspensions[i] == 0 and policy.moves[i] == 0
+        if auditor.rates.get(i) == {1.0} and undisturbed:
+            assert job.finish_time == job.start_time + job.runtime, (
+                f"job {job.job_id} ran at rate 1 but not for its runtime"
+            )
     platform = run.platform
     for tier, units in enumerate(auditor.units):
-        assert platform.free_count(tier) == units, f"tier {tier}: {platform.free_count(tier)} of {units} units free at the end"
+        free = platform.free_count(tier)
+        assert free == units, f"tier {tier}: {free} of {units} units free at the end"
 
 
 # -- determinism -------------------------------------------------------------------------------

@@ -103,7 +103,13 @@ class PlatformContract:
         policy = {"name": self.policy_name(), **self.policy_params}
         return [
             small_workload_spec(
-                folder, name, rows, platform_section(self.platform, self.platform_params), policy, self.workload_params, seed=self.seed
+                folder,
+                name,
+                rows,
+                platform_section(self.platform, self.platform_params),
+                policy,
+                self.workload_params,
+                seed=self.seed,
             )
             for name, rows in sorted(SMALL_WORKLOADS.items())
         ]

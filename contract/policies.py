@@ -103,6 +103,10 @@ class PolicyContract:
         """The ``policy`` section of this class's specs."""
         return {"name": self.policy, **self.policy_params}
 
+    def _spec(self, workload: Mapping[str, Any]) -> dict[str, Any]:
+        platform, policy = self.platform_section(), self.policy_section()
+        return {"seed": self.seed, "workload": workload, "platform": platform, "policy": policy}
+
     def run(self, spec: Mapping[str, Any]) -> ContractRun:
         """Run ``spec`` audited, and check the contract and this class's own promises on it."""
         run = run_spec(spec, per_unit=self.per_unit, extra_audit=self.audit)
@@ -110,7 +114,9 @@ class PolicyContract:
         self.check_run(run)
         return run
 
-    def small_spec(self, folder: Path, name: str, rows: Sequence[Sequence[float]], rules: Mapping[str, str], *, scale: bool = True) -> dict[str, Any]:
+    def small_spec(
+        self, folder: Path, name: str, rows: Sequence[Sequence[float]], rules: Mapping[str, str], *, scale: bool = True
+    ) -> dict[str, Any]:
         """The spec running small workload ``rows`` under workload ``rules``."""
         workload = {**self.workload_params, **rules}
         return small_workload_spec(
@@ -121,12 +127,12 @@ class PolicyContract:
         """The spec running the first ``jobs`` jobs of the KTH-SP2 log under ``rules``."""
         path = trace_path(KTH_TRACE, self.trace)
         workload = {**self.workload_params, **self.trace_params, **rules, "trace": str(path), "jobs": jobs}
-        return {"seed": self.seed, "workload": workload, "platform": self.platform_section(), "policy": self.policy_section()}
+        return self._spec(workload)
 
     def determinism_spec(self) -> dict[str, Any]:
         """A synthetic workload (random sizes, runtimes and CPU usage from the seed): no file needed."""
         workload = {**self.workload_params, "model": "lublin03", "jobs": self.determinism_jobs, "load": 0.95}
-        return {"seed": self.seed, "workload": workload, "platform": self.platform_section(), "policy": self.policy_section()}
+        return self._spec(workload)
 
     def determinism_digest(self) -> str:
         """:func:`records_digest` of :meth:`determinism_spec`'s run (what a fresh interpreter compares)."""
@@ -140,7 +146,7 @@ class PolicyContract:
         checked = validate_platform(platform_section(self.platform, self.platform_params))
         assert policy_runs_on(self.policy, self.platform, checked)
         assert policy_runs_on(self.policy, self.platform)
-        validate_spec({"workload": {"trace": "unread.swf"}, "platform": self.platform_section(), "policy": self.policy_section()})
+        validate_spec(self._spec({"trace": "unread.swf"}))
 
     def test_required_members_exist_on_the_platform(self):
         """Every member of every capability the policy requires exists on a platform instance."""

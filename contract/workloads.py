@@ -80,7 +80,8 @@ def _swf_text(rows: Iterable[Sequence[float]], capacity: int) -> str:
     lines = [f"; MaxProcs: {capacity}", f"; MaxNodes: {capacity}"]
     for number, (submit, runtime, size, requested) in enumerate(rows, 1):
         fields = [-1.0] * len(SWF_FIELDS)
-        fields[0], fields[1], fields[3], fields[4], fields[7], fields[8] = number, submit, runtime, size, size, requested
+        fields[0], fields[1], fields[3], fields[4] = number, submit, runtime, size
+        fields[7], fields[8] = size, requested
         lines.append(" ".join(f"{v:g}" for v in fields))
     return "\n".join(lines) + "\n"
 
@@ -118,5 +119,6 @@ def small_workload_spec(
     path = Path(folder) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.swf"
     if not path.exists():
         path.write_text(text)
-    return {"seed": seed, "workload": {**(workload or {}), "trace": str(path)}, "platform": dict(platform), "policy": dict(policy)}
+    workload = {**(workload or {}), "trace": str(path)}
+    return {"seed": seed, "workload": workload, "platform": dict(platform), "policy": dict(policy)}
 

@@ -60,7 +60,11 @@ class RunPlan:
         return {
             "seed": self.seed,
             "workload": copy.deepcopy(dict(self.workload)),
-            "platform": {"kind": self.platform_kind, **copy.deepcopy(dict(self.engine)), **copy.deepcopy(dict(self.platform))},
+            "platform": {
+                "kind": self.platform_kind,
+                **copy.deepcopy(dict(self.engine)),
+                **copy.deepcopy(dict(self.platform)),
+            },
             "policy": {"name": self.policy_name, **copy.deepcopy(dict(self.policy))},
         }
 

@@ -71,9 +71,9 @@ class Assembly:
 
     def engine(self, *, observer: Callable[[Engine], None] | None = None, record_segments: bool = False) -> Engine:
         """The engine of this run, with the engine's keys of the plan (not yet run)."""
-        return Engine(
-            self.workload.jobs, self.platform, self.policy, **self.plan.engine, observer=observer, record_segments=record_segments
-        )
+        engine_keys = self.plan.engine
+        jobs = self.workload.jobs
+        return Engine(jobs, self.platform, self.policy, **engine_keys, observer=observer, record_segments=record_segments)
 
     def records(self, engine: Engine) -> dict[str, np.ndarray]:
         """Per-job records of the run ``engine`` made, the platform's own columns included."""
@@ -112,7 +112,9 @@ def run_plan(plan: RunPlan, *, record_segments: bool = False, trace_sha256: str 
 
     built, platform = run.workload, run.platform
     records = run.records(engine)
-    metrics = run_metrics(records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work)
+    metrics = run_metrics(
+        records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work
+    )
     finished = records["finish_time"][records["finish_time"] == records["finish_time"]]
     span_end = float(finished.max()) if len(finished) else float("nan")
     metrics.update(platform.extra_metrics(records, metrics["span_start_time"], span_end))

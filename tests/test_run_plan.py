@@ -58,7 +58,8 @@ def counting(monkeypatch):
 
 
 def _spec(trace) -> dict[str, Any]:
-    return {"workload": {"trace": str(trace)}, "platform": {"kind": "nodes"}, "policy": {"name": "counted_easy", "depth": 3}}
+    policy = {"name": "counted_easy", "depth": 3}
+    return {"workload": {"trace": str(trace)}, "platform": {"kind": "nodes"}, "policy": policy}
 
 
 def test_simulate_checks_each_section_once(tmp_path, counting):
@@ -69,7 +70,8 @@ def test_simulate_checks_each_section_once(tmp_path, counting):
 
 def test_a_sweep_cell_is_checked_once_on_its_way_to_the_worker(tmp_path, counting):
     trace = write_swf(tmp_path / "log.swf")
-    config = parse_sweep_config({"name": "once", "base": _spec(trace), "seeds": [0], "grid": {"workload.jobs": [10, 20]}})
+    raw = {"name": "once", "base": _spec(trace), "seeds": [0], "grid": {"workload.jobs": [10, 20]}}
+    config = parse_sweep_config(raw)
     counting.clear()
     cells = expand(config)
     assert counting == {"policy": 2, "platform": 2}  # each cell's spec, when the sweep is expanded

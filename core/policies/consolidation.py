@@ -64,7 +64,20 @@ if TYPE_CHECKING:
     from ..jobs import Job
     from ..platforms.nodes import Nodes
 
-__all__ = ["Consolidation", "ResourceModel", "NodeVms", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "BG_THRESHOLD", "ArrivalOrder", "ScanOrder"]
+__all__ = [
+    "Consolidation",
+    "ResourceModel",
+    "NodeVms",
+    "Cmbf",
+    "Ambf",
+    "Cmcbf",
+    "Amcbf",
+    "Smcbf",
+    "DEFAULT_BG_THRESHOLD",
+    "BG_THRESHOLD",
+    "ArrivalOrder",
+    "ScanOrder",
+]
 
 #: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
 DEFAULT_BG_THRESHOLD = 0.96
