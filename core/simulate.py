@@ -71,9 +71,8 @@ class Assembly:
 
     def engine(self, *, observer: Callable[[Engine], None] | None = None, record_segments: bool = False) -> Engine:
         """The engine of this run, with the engine's keys of the plan (not yet run)."""
-        engine_keys = self.plan.engine
-        jobs = self.workload.jobs
-        return Engine(jobs, self.platform, self.policy, **engine_keys, observer=observer, record_segments=record_segments)
+        keys = {**self.plan.engine, "observer": observer, "record_segments": record_segments}
+        return Engine(self.workload.jobs, self.platform, self.policy, **keys)
 
     def records(self, engine: Engine) -> dict[str, np.ndarray]:
         """Per-job records of the run ``engine`` made, the platform's own columns included."""
