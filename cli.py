@@ -74,9 +74,10 @@ def plain_number(text: str) -> float:
 def spec_help() -> str:
     """Every spec key with its default and meaning, generated from the declared parameters."""
     from .core.capabilities import CAPABILITIES
-    from .core.platforms import COMMON_PLATFORM_PARAMS, PLATFORMS
+    from .core.engine import ENGINE_PARAMS
+    from .core.platforms import PLATFORMS
     from .core.policies import POLICIES
-    from .core.spec import WORKLOAD_PARAMS, policy_runs_on
+    from .core.spec import KEY_ALIASES, WORKLOAD_PARAMS, policy_runs_on
 
     def block(params, indent="    "):
         return [f"{indent}{key}: {p.doc} [{p.default}]" for key, p in params.items()]
@@ -84,8 +85,9 @@ def spec_help() -> str:
     lines = ["A spec is a YAML mapping (defaults in brackets):", "", "  seed: the run's seed [0]", "  workload:"]
     lines += block(WORKLOAD_PARAMS)
     lines.append(f"  platform:  (kind: {' | '.join(PLATFORMS)} [nodes])")
-    lines += block(COMMON_PLATFORM_PARAMS)
-    lines.append("    (policy.migration_cost, where older specs and grids give it, means platform.migration_cost)")
+    lines += block(ENGINE_PARAMS)
+    for old, new in KEY_ALIASES.items():
+        lines.append(f"    ({old}, where older specs and grids give it, means {new})")
     for kind, cls in PLATFORMS.items():
         lines.append(f"    kind: {kind}  (offers: {', '.join(sorted(cls.CAPABILITIES))})")
         lines += block(cls.params, "      ")

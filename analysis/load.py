@@ -2,8 +2,8 @@
 
 Each part file is read on its own and the parts are concatenated, so files written by older
 versions of tiersweep (fewer or other columns) still load: a column missing from a file is
-filled with missing values, and a spec key that has moved since (``policy.migration_cost``, now
-``platform.migration_cost``; :data:`tiersweep.core.spec.KEY_ALIASES`) is read under its new name.
+filled with missing values, and a spec key that has moved since (the one table of old spellings,
+:data:`tiersweep.core.spec.KEY_ALIASES`) is read under its new name.
 ``runs`` keeps the newest row of each cell (``--force`` reruns); ``jobs`` and ``segments`` keep
 the rows of those runs.
 

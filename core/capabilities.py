@@ -9,7 +9,7 @@ missing capability, so that a bad pair is a spec error and never an ``AttributeE
 
 Each capability is a protocol listing the platform members a policy may use (:data:`PROTOCOLS`);
 a platform that offers it implements them (the conformance suite in
-:mod:`tiersweep.core.testing` checks that it does), and a policy uses nothing else.
+:mod:`tiersweep.contract` checks that it does), and a policy uses nothing else.
 """
 
 from __future__ import annotations

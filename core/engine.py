@@ -34,10 +34,23 @@ from .collector import collector_paused
 from .decisions import Kill, Move, Reject, Start, Suspend
 from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
+from .params import Param, non_negative_number
 from .platforms.base import BasePlatform
 from .policies.base import BasePolicy
 
-__all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
+__all__ = ["Engine", "ENGINE_PARAMS", "FINISH", "RESTORE", "ARRIVAL"]
+
+#: The spec keys the engine takes (its constructor's keywords), given in the ``platform``
+#: section: every platform kind accepts them, so that one sweep grid can cross platforms and
+#: policies with them. ``migration_cost`` is the restore delay of a suspended or migrated job;
+#: it changes nothing where no job is ever suspended or migrated.
+ENGINE_PARAMS: dict[str, Param] = {
+    "migration_cost": Param(
+        non_negative_number,
+        default=20.0,
+        doc="seconds a suspended or migrated job holds its VMs on restart before it progresses (paper 000: 20)",
+    ),
+}
 
 # Event kinds: their order is the processing order at one timestamp.
 FINISH = 0

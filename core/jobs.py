@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
-if TYPE_CHECKING:
-    from .workloads.cpu import CpuDraws
-
-__all__ = ["Job", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
+__all__ = ["Job", "CpuSource", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 
 # Job states (ints, compared in the hot path).
 PENDING = 0  #: not yet submitted
@@ -20,6 +17,15 @@ REJECTED = 4  #: turned away at admission (never runs)
 
 
 _ONES: dict[int, tuple[float, ...]] = {}
+
+
+class CpuSource(Protocol):
+    """Where a job's per-process CPU usage is drawn lazily (the workload's annotation gives one,
+    such as :class:`tiersweep.core.workloads.cpu.CpuDraws`)."""
+
+    def materialize(self, offset: int, size: int) -> tuple[Sequence[float], Sequence[float]]:
+        """The true and estimated usage of the ``size`` processes whose draws start at ``offset``."""
+        ...
 
 
 class Job:
@@ -241,7 +247,7 @@ class Job:
         self._cpu_draws = None
         self.cpu_sum = total
 
-    def set_cpu_draws(self, draws: CpuDraws, offset: int, total: float) -> None:
+    def set_cpu_draws(self, draws: CpuSource, offset: int, total: float) -> None:
         """Let the per-process CPU usage be drawn from ``draws`` at ``offset`` on first read;
         ``total`` is their sum."""
         self._cpu_true = self._cpu_est = None

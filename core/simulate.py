@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .engine import Engine
 from .metrics import job_records, run_metrics
-from .platforms import make_platform, platform_class
-from .policies import make_policy
-from .spec import validate_spec
+from .plan import RunPlan
+from .platforms import platform_class
+from .platforms.base import BasePlatform
+from .policies import policy_class
+from .policies.base import BasePolicy
+from .spec import plan_run
 from .version import MODEL_VERSION
-from .workloads.build import build_workload
+from .workloads.build import Workload, build_workload
 
-__all__ = ["RunResult", "simulate", "RUN_EXTRA_METRICS"]
+__all__ = ["RunResult", "Assembly", "assemble", "run_plan", "simulate", "RUN_EXTRA_METRICS"]
 
 #: Metrics :func:`simulate` adds to :func:`tiersweep.core.metrics.run_metrics`'s.
 RUN_EXTRA_METRICS = ("dropped", "offered_load", "load_scale")
@@ -50,8 +53,86 @@ class RunResult:
     segments: dict[str, list] | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class Assembly:
+    """A run built from its plan, ready for its engine.
+
+    Attributes:
+        plan: The plan, the machine size resolved (from the trace when the spec left it unset).
+        workload: The built workload (its jobs, report and offered load).
+        platform: The platform, idle.
+        policy: The policy.
+    """
+
+    plan: RunPlan
+    workload: Workload
+    platform: BasePlatform
+    policy: BasePolicy
+
+    def engine(self, *, observer: Callable[[Engine], None] | None = None, record_segments: bool = False) -> Engine:
+        """The engine of this run, with the engine's keys of the plan (not yet run)."""
+        keys = {**self.plan.engine, "observer": observer, "record_segments": record_segments}
+        return Engine(self.workload.jobs, self.platform, self.policy, **keys)
+
+    def records(self, engine: Engine) -> dict[str, np.ndarray]:
+        """Per-job records of the run ``engine`` made, the platform's own columns included."""
+        jobs = self.workload.jobs
+        records = job_records(jobs, engine.kills_by_job)
+        records.update(self.platform.extra_job_records(jobs))
+        return records
+
+
+def assemble(
+    plan: RunPlan, *, trace_sha256: str | None = None, policy_factory: Callable[..., BasePolicy] | None = None
+) -> Assembly:
+    """Build the workload, the platform and the policy of ``plan``: the one assembly of a run.
+
+    Args:
+        plan: A run plan (see :func:`tiersweep.core.spec.plan_run`); its sections are not checked again.
+        trace_sha256: The SHA-256 the trace's bytes must have (None reads the trace as it is).
+        policy_factory: Builds the policy from the plan's policy parameters (keywords); default:
+            the registered class (an instrumented subclass, say, for contract checks).
+    """
+    platform_cls = platform_class(plan.platform_kind)
+    capacity = platform_cls.job_capacity(plan.platform)
+    built = build_workload(plan.workload, seed=plan.seed, nodes=capacity, trace_sha256=trace_sha256)
+    plan = plan.with_nodes(built.nodes)  # resolved from the trace when not given
+    platform = platform_cls(**plan.platform, seed=plan.seed)
+    policy = (policy_factory or policy_class(plan.policy_name))(**plan.policy)
+    return Assembly(plan, built, platform, policy)
+
+
+def run_plan(plan: RunPlan, *, record_segments: bool = False, trace_sha256: str | None = None) -> RunResult:
+    """Run ``plan`` (see :func:`simulate`, which plans a spec and runs it here)."""
+    started = time.perf_counter()
+    run = assemble(plan, trace_sha256=trace_sha256)
+    engine = run.engine(record_segments=record_segments)
+    engine.run()
+
+    built, platform = run.workload, run.platform
+    records = run.records(engine)
+    metrics = run_metrics(
+        records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work
+    )
+    finished = records["finish_time"][records["finish_time"] == records["finish_time"]]
+    span_end = float(finished.max()) if len(finished) else float("nan")
+    metrics.update(platform.extra_metrics(records, metrics["span_start_time"], span_end))
+    metrics["dropped"] = built.report.dropped
+    metrics["offered_load"] = built.offered_load
+    metrics["load_scale"] = built.load_scale
+    return RunResult(
+        spec=run.plan.spec,
+        metrics=metrics,
+        report=built.report.as_dict(),
+        jobs=records,
+        end_time=engine.now if built.jobs else 0.0,
+        wall_seconds=time.perf_counter() - started,
+        segments=_segment_columns(engine.segments) if record_segments else None,
+    )
+
+
 def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sha256: str | None = None) -> RunResult:
-    """Run one simulation.
+    """Run one simulation: plan ``spec`` (:func:`~tiersweep.core.spec.plan_run`) and run the plan.
 
     Args:
         spec: A run spec (see :mod:`tiersweep.core.spec`).
@@ -65,38 +146,10 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
         TraceChangedError: The trace's bytes do not have the digest ``trace_sha256``.
     """
     started = time.perf_counter()
-    spec = validate_spec(spec)
-    workload, platform_spec, policy_spec = spec["workload"], spec["platform"], spec["policy"]
-
-    platform_cls = platform_class(platform_spec["kind"])
-    capacity = platform_cls.job_capacity(platform_spec)
-    built = build_workload(workload, seed=spec["seed"], nodes=capacity, trace_sha256=trace_sha256)
-    if "nodes" in platform_spec:
-        platform_spec["nodes"] = built.nodes  # resolved from the trace when not given
-    platform = make_platform(platform_spec["kind"], platform_spec, seed=spec["seed"])
-    jobs, report = built.jobs, built.report
-    policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
-    engine = Engine(jobs, platform, policy, migration_cost=platform_spec["migration_cost"], record_segments=record_segments)
-    engine.run()
-
-    records = job_records(jobs, engine.kills_by_job)
-    records.update(platform.extra_job_records(jobs))
-    metrics = run_metrics(records, platform.capacity, engine.overflow_seconds, kills=engine.kills, lost_work=engine.lost_work)
-    finished = records["finish_time"][records["finish_time"] == records["finish_time"]]
-    span_end = float(finished.max()) if len(finished) else float("nan")
-    metrics.update(platform.extra_metrics(records, metrics["span_start_time"], span_end))
-    metrics["dropped"] = report.dropped
-    metrics["offered_load"] = built.offered_load
-    metrics["load_scale"] = built.load_scale
-    return RunResult(
-        spec=spec,
-        metrics=metrics,
-        report=report.as_dict(),
-        jobs=records,
-        end_time=engine.now if jobs else 0.0,
-        wall_seconds=time.perf_counter() - started,
-        segments=_segment_columns(engine.segments) if record_segments else None,
-    )
+    plan = plan_run(spec)
+    result = run_plan(plan, record_segments=record_segments, trace_sha256=trace_sha256)
+    # (the time taken includes planning, as it did the validation)
+    return replace(result, wall_seconds=time.perf_counter() - started)
 
 
 def _segment_columns(segments: list[tuple]) -> dict[str, list]:

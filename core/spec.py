@@ -34,8 +34,10 @@ from .params import (
     unit_interval,
 )
 from .capabilities import pair_problem
+from .engine import ENGINE_PARAMS
 from .params import validate_params
-from .platforms import COMMON_PLATFORM_PARAMS, PLATFORMS, platform_class
+from .plan import RunPlan
+from .platforms import PLATFORMS, platform_class
 from .policies import POLICIES, policy_class
 from .workloads.bandwidth import check_bandwidth
 from .workloads.cpu import DEFAULT_CPU_PRIOR, DEFAULT_CPU_USAGE
@@ -43,7 +45,9 @@ from .workloads.models import MODEL_NAMES, model_module
 from .workloads.rules import parse_estimate
 
 __all__ = [
+    "plan_run",
     "validate_spec",
+    "validate_platform",
     "SPEC_SECTIONS",
     "WORKLOAD_PARAMS",
     "MODEL_DEFAULT_JOBS",
@@ -172,9 +176,10 @@ SPEC_SECTIONS = ("seed", "workload", "platform", "policy")
 
 
 #: Spec keys that moved, by their old dotted name: still accepted where users write them, and
-#: stored (and analysed) under the new name. ``migration_cost`` is the restore delay the engine
-#: applies; it belongs to the platform, not to a policy (no policy reads it).
-KEY_ALIASES: dict[str, str] = {"policy.migration_cost": "platform.migration_cost"}
+#: stored (and analysed) under the new name: the one table of old spellings. The engine's keys
+#: (:data:`~tiersweep.core.engine.ENGINE_PARAMS`) are given in the platform section; older specs
+#: gave them in the policy section, which no policy reads.
+KEY_ALIASES: dict[str, str] = {f"policy.{key}": f"platform.{key}" for key in ENGINE_PARAMS}
 
 
 def canonical_key(dotted: str) -> str:
@@ -197,12 +202,48 @@ def _moved_keys(platform: Mapping[str, Any], policy: Mapping[str, Any]) -> tuple
 
 
 def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Check ``spec`` and return a copy with every default filled in.
+    """Check ``spec`` and return a copy with every default filled in: :func:`plan_run`'s plan
+    as a spec (:attr:`RunPlan.spec <tiersweep.core.plan.RunPlan.spec>`).
+
+    Raises:
+        SpecError: As :func:`plan_run`.
+    """
+    return plan_run(spec).spec
+
+
+def validate_platform(section: Any) -> dict[str, Any]:
+    """Check a ``platform`` section (its ``kind``, the engine's keys and the kind's own keys)
+    and return a copy with every default filled in: ``kind``, then the engine's keys, then the
+    platform's own.
+
+    Raises:
+        SpecError: An unknown kind or key, a bad value, or a machine too large to hold.
+    """
+    if not isinstance(section, Mapping):
+        raise SpecError(f"platform: expected a mapping, got {section!r}")
+    cls = platform_class(section.get("kind", "nodes"))
+    _refuse_taken_keys(cls, "platform", ENGINE_PARAMS, "the engine takes")
+    out = validate_params("platform", section, {**ENGINE_PARAMS, **cls.params}, {"kind": cls.kind})
+    cls.check_params(out)
+    _check_machine_size(cls, out)
+    return out
+
+
+def _refuse_taken_keys(cls: Any, family: str, taken: Mapping[str, Any], whose: str) -> None:
+    """A plug-in declaring a key that another part of the run takes is a bug, not a bad spec."""
+    clash = sorted(set(cls.params) & set(taken))
+    if clash:
+        raise TypeError(f"{family} {cls.__name__}: parameter {clash[0]!r} clashes with a key {whose}")
+
+
+def plan_run(spec: Mapping[str, Any]) -> RunPlan:
+    """Check ``spec`` once and return its :class:`~tiersweep.core.plan.RunPlan`, every default
+    filled in.
 
     The platform and policy sections are checked against the parameters their classes declare
     (:func:`tiersweep.core.params.validate_params`, the one validation path), and the pair against
-    the capabilities the policy requires. ``policy.migration_cost`` is accepted and stored as
-    ``platform.migration_cost`` (:data:`KEY_ALIASES`).
+    the capabilities the policy requires. Old spellings of moved keys (:data:`KEY_ALIASES`) are
+    accepted and planned under their new names.
 
     Raises:
         SpecError: An unknown key, a bad value, or a policy the platform cannot run; the
@@ -214,13 +255,12 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     for key in spec:
         if key not in SPEC_SECTIONS:
             raise SpecError(f"{key}: unknown key; valid keys: {', '.join(SPEC_SECTIONS)}")
-    out: dict[str, Any] = {}
-    out["seed"] = Param(seed_value).validate("seed", spec.get("seed", 0))
+    seed = Param(seed_value).validate("seed", spec.get("seed", 0))
 
-    workload = spec.get("workload")
-    if workload is None:
+    given_workload = spec.get("workload")
+    if given_workload is None:
         raise SpecError("workload: missing; give workload.trace (an SWF file) or workload.model")
-    out["workload"] = _validate_workload(workload)
+    workload = _validate_workload(given_workload)
 
     platform = spec.get("platform", {"kind": "nodes"})
     policy = spec.get("policy", {"name": "easy"})
@@ -229,18 +269,15 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             raise SpecError(f"{section}: expected a mapping, got {given!r}")
     platform_cls = platform_class(platform.get("kind", "nodes"))
     policy_cls = policy_class(policy.get("name", "easy"))
+    moved = {old.split(".")[1]: None for old in KEY_ALIASES}
+    _refuse_taken_keys(policy_cls, "policy", moved, "older specs give here for the platform section")
     platform, policy = _moved_keys(platform, policy)
-    out["platform"] = validate_params(
-        "platform", platform, {**COMMON_PLATFORM_PARAMS, **platform_cls.params}, {"kind": platform_cls.kind}
-    )
-    platform_cls.check_params(out["platform"])
-    _check_machine_size(platform_cls, out["platform"])
-    out["policy"] = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
-    problem = _pair_problem(policy_cls.name, platform_cls.kind, out["platform"])
+    checked_platform = validate_platform(platform)
+    checked_policy = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
+    problem = _pair_problem(policy_cls.name, platform_cls.kind, checked_platform)
     if problem is not None:
-        fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, out["platform"]) is None)
+        fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, checked_platform) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
-    workload = out["workload"]
     if workload["model"] is not None and (workload["params"] or workload["max_size"] is not None):
         # The generator would refuse them only when the cell runs: refuse them now.
         from .workloads.build import MODEL_DEFAULT_NODES
@@ -251,12 +288,20 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
                 workload["model"],
                 workload["preset"],
                 workload["params"],
-                machine_size=platform_cls.job_capacity(out["platform"]) or MODEL_DEFAULT_NODES,
+                machine_size=platform_cls.job_capacity(checked_platform) or MODEL_DEFAULT_NODES,
                 max_size=workload["max_size"],
             )
         except (TypeError, ValueError) as error:  # SpecError is a ValueError too
             raise SpecError(f"workload.{'params' if workload['params'] else 'max_size'}: {error}") from None
-    return out
+    return RunPlan(
+        seed=seed,
+        workload=workload,
+        platform_kind=platform_cls.kind,
+        platform={key: checked_platform[key] for key in platform_cls.params},
+        engine={key: checked_platform[key] for key in ENGINE_PARAMS},
+        policy_name=policy_cls.name,
+        policy={key: value for key, value in checked_policy.items() if key != "name"},
+    )
 
 
 def _check_machine_size(platform_cls: Any, params: Mapping[str, Any]) -> None:

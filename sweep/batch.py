@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..core import simulate
+from ..core.simulate import run_plan
 from ..core.version import MODEL_VERSION, code_digest, code_folder
 
 from . import trace_cache
@@ -40,16 +40,16 @@ def task_for(cell: Any, sweep: str, time_limit: float | None = None) -> dict[str
     after which the worker stops the cell and stores it as failed (None: no limit)."""
     spec = cell.spec
     trace = spec["workload"]["trace"]
-    run_spec = spec
+    plan = cell.plan
     if trace is not None and not os.path.isabs(trace):
         # Workers may start elsewhere: run with the absolute path, store the path as given.
-        run_spec = {**spec, "workload": {**spec["workload"], "trace": os.path.abspath(trace)}}
+        plan = plan.with_trace(os.path.abspath(trace))
     return {
         "index": cell.index,
         "cell_id": cell.cell_id,
         "sweep": sweep,
         "spec": spec,
-        "run_spec": run_spec,
+        "plan": plan,
         "replicate": cell.replicate,
         # The content the cell id names: the worker computes from exactly these bytes or fails.
         "trace_sha256": cell.trace_sha256,
@@ -110,7 +110,7 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
         limit = task.get("time_limit")
         try:
             with time_limit(limit), trace_cache.serving():
-                result = simulate(task["run_spec"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
+                result = run_plan(task["plan"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
         except CellTimeout:
             row["status"] = "failed"
             row["error"] = (

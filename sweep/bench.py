@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.compiled_path import path_line
-from ..core.engine import Engine
+from ..core.engine import ENGINE_PARAMS, Engine
 from ..core.errors import TiersweepError
 from ..core.platforms import Nodes
 from ..core.policies import make_policy
@@ -68,7 +68,8 @@ def _time_in_process(
     annotate_cpu(workload, seed=1)
     loaded = time.perf_counter()
     policy_object = make_policy(policy)
-    Engine(workload, Nodes(nodes, tiers, seed=1), policy_object, migration_cost=20.0).run()
+    engine_keys = {key: param.default for key, param in ENGINE_PARAMS.items()}  # as a spec that gives none
+    Engine(workload, Nodes(nodes, tiers, seed=1), policy_object, **engine_keys).run()
     return len(workload), loaded - started, time.perf_counter() - loaded
 
 

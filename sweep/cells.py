@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..core.plan import RunPlan
 from ..core.version import MODEL_VERSION, code_digest
 
 __all__ = ["Cell", "canonical_json", "cell_id", "replicate_seed", "flatten", "file_digest", "trace_digest"]
@@ -103,7 +104,7 @@ class Cell:
     Attributes:
         index: Position in the sweep's expansion order (rows are sorted by it).
         cell_id: Content address (see :func:`cell_id`).
-        spec: The validated, canonical spec.
+        plan: The validated run (see :func:`tiersweep.core.spec.plan_run`): what its worker runs.
         point: The grid values that made this cell (dotted key -> value), seed excluded.
         replicate: Index of its seed in the sweep's list of seeds.
         trace_sha256: The digest of the trace content its id names (None without a trace): the
@@ -113,7 +114,7 @@ class Cell:
 
     index: int
     cell_id: str
-    spec: dict[str, Any] = field(repr=False)
+    plan: RunPlan = field(repr=False)
     point: dict[str, Any]
     replicate: int
     trace_sha256: str | None = field(default=_UNSET, repr=False)
@@ -123,6 +124,11 @@ class Cell:
             object.__setattr__(self, "trace_sha256", trace_digest(self.spec))
 
     @property
+    def spec(self) -> dict[str, Any]:
+        """The validated, canonical spec (a new dict: :attr:`RunPlan.spec <tiersweep.core.plan.RunPlan.spec>`)."""
+        return self.plan.spec
+
+    @property
     def seed(self) -> int:
         """The run's seed."""
-        return self.spec["seed"]
+        return self.plan.seed

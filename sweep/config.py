@@ -8,7 +8,7 @@
       policy.name: [easy, ambf, amcbf]
       workload.load: [0.6, 0.8, 1.0]
     zip:                       # axes that vary together (equal lengths)
-      - {policy.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
+      - {platform.migration_cost: [0, 600], workload.cpu_accuracy: [1.0, 0.0]}
     exclude:                   # drop the cells matching every key of a rule
       - {policy.name: easy, workload.load: 1.0}
     # grids: [{...}, {...}]    # instead of grid: the union of several grids (one-at-a-time
@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import SpecError
 from ..core.params import MAX_SEED
-from ..core.spec import canonical_key, set_key, validate_spec
+from ..core.spec import canonical_key, plan_run, set_key
 from ..core.workloads.swf import not_a_regular_file
 
 from .cells import Cell, cell_id, replicate_seed, trace_digest
@@ -375,8 +375,8 @@ def expand(config: SweepConfig) -> list[Cell]:
         for replicate, seed in enumerate(config.seeds):
             spec["seed"] = seed
             try:
-                canonical = validate_spec(spec)
-                trace = canonical["workload"]["trace"]
+                plan = plan_run(spec)
+                trace = plan.workload["trace"]
                 if trace is not None and trace not in traces_found:
                     _check_trace(trace)
                     traces_found.add(trace)
@@ -385,12 +385,13 @@ def expand(config: SweepConfig) -> list[Cell]:
                 break  # (the seeds are checked with the config: another seed fails alike)
             if invalid:
                 break  # the sweep will not run: no cell ids (a trace digest each) needed
+            canonical = plan.spec
             digest = trace_digest(canonical)  # (one reading of the trace for the id and the check)
             identity = cell_id(canonical, trace_sha256=digest)
             if identity in seen:
                 continue
             seen.add(identity)
-            cells.append(Cell(len(cells), identity, canonical, dict(point), replicate, digest))
+            cells.append(Cell(len(cells), identity, plan, dict(point), replicate, digest))
     if invalid:
         raise SpecError(_invalid_cells_message(invalid, kept))
     if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)

@@ -9,6 +9,7 @@ from typing import Any
 from ..core import simulate
 from ..core.capabilities import MOVES
 from ..core.compiled_path import path_line
+from ..core.engine import ENGINE_PARAMS
 from ..core.platforms import PLATFORMS
 from ..core.policies import POLICIES
 from ..core.simulate import RunResult
@@ -65,9 +66,10 @@ def _fmt(value: float, unit: str) -> str:
     return f"{text} {unit}".rstrip()
 
 
-def _uses_migration_cost(policy: str, metrics: dict[str, Any]) -> bool:
-    """Whether ``platform.migration_cost`` (the restore delay of a suspended or moved job) can
-    matter to a run: the policy moves jobs, or jobs were suspended and restarted in it."""
+def _engine_keys_matter(policy: str, metrics: dict[str, Any]) -> bool:
+    """Whether the engine's keys of the platform section (:data:`~tiersweep.core.engine.ENGINE_PARAMS`,
+    the restore delay of a suspended or moved job) can matter to a run: the policy moves jobs,
+    or jobs were suspended and restarted in it."""
     moves = MOVES in POLICIES[policy].requires
     return moves or bool(metrics.get("migrations_per_job", 0.0) > 0)
 
@@ -75,8 +77,8 @@ def _uses_migration_cost(policy: str, metrics: dict[str, Any]) -> bool:
 def summary_table(result: RunResult) -> str:
     """A readable summary: what ran, the metrics, and every workload rule that fired.
 
-    The policy line shows the parameters the policy declares; the platform line shows
-    ``migration_cost`` only where it can matter (see :func:`_uses_migration_cost`)."""
+    The policy line shows the parameters the policy declares; the platform line shows the
+    engine's keys only where they can matter (see :func:`_engine_keys_matter`)."""
     spec = result.spec
     workload, platform, policy = spec["workload"], spec["platform"], spec["policy"]
     declared = POLICIES[policy["name"]].params  # (a validated spec names a registered policy)
@@ -85,14 +87,14 @@ def summary_table(result: RunResult) -> str:
     params = ", ".join(
         f"{k}={v}" for k, v in policy.items() if k != "name" and k in declared and v != declared[k].default
     )
-    cost = platform.get("migration_cost") if _uses_migration_cost(policy["name"], result.metrics) else None
+    engine_keys = ENGINE_PARAMS if _engine_keys_matter(policy["name"], result.metrics) else {}
     if "nodes" in platform:
         where = f"{platform['kind']}, {platform['nodes']} nodes" + (
             f", {platform['tiers']} tiers" if platform.get("tiers", 1) > 1 else ""
         )
-        where += f", migration cost {cost:g} s" if cost is not None else ""
+        where += "".join(f", {key.replace('_', ' ')} {platform[key]:g} s" for key in engine_keys)
     else:
-        shown = {k: v for k, v in platform.items() if k != "kind" and (k != "migration_cost" or cost is not None)}
+        shown = {k: v for k, v in platform.items() if k != "kind" and (k not in ENGINE_PARAMS or k in engine_keys)}
         where = f"{platform['kind']}, " + ", ".join(f"{k}={v}" for k, v in shown.items())
     source = workload["trace"] if workload["trace"] is not None else f"{workload['model']} ({workload['preset']}), {workload['jobs']:,} jobs"
     lines = [

@@ -117,20 +117,12 @@ def _simulation_child(spec_path: str, out_path: str) -> None:
     engine alone, and write the seconds, jobs and process slots to ``out_path`` as JSON."""
     import json
 
-    from ..core.engine import Engine
-    from ..core.platforms import make_platform, platform_class
-    from ..core.policies import make_policy
-    from ..core.spec import validate_spec
-    from ..core.workloads.build import build_workload
+    from ..core.simulate import assemble
+    from ..core.spec import plan_run
 
-    spec = validate_spec(json.loads(Path(spec_path).read_text(encoding="utf-8")))
-    platform_spec, policy_spec = spec["platform"], spec["policy"]
-    capacity = platform_class(platform_spec["kind"]).job_capacity(platform_spec)
-    built = build_workload(spec["workload"], seed=spec["seed"], nodes=capacity)
-    platform_spec["nodes"] = built.nodes
-    platform = make_platform(platform_spec["kind"], platform_spec, seed=spec["seed"])
-    policy = make_policy(policy_spec["name"], **{k: v for k, v in policy_spec.items() if k != "name"})
-    engine = Engine(built.jobs, platform, policy, migration_cost=platform_spec["migration_cost"])
+    run = assemble(plan_run(json.loads(Path(spec_path).read_text(encoding="utf-8"))))
+    built = run.workload
+    engine = run.engine()
     started = time.perf_counter()
     engine.run()
     seconds = time.perf_counter() - started

@@ -34,7 +34,7 @@ from .runner import CellRunner
 from .redact import redact
 from .store import Store, read_table, spec_column_types
 from .study_storage import default_storage_url, make_storage, storage_errors, storage_url
-from .tune_config import TuneConfig, _corners, trial_spec
+from .tune_config import TuneConfig, _corners, trial_plan, trial_spec
 
 __all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage"]
 
@@ -114,8 +114,8 @@ class _Trials:
         cells = []
         for variant in self.config.variants:
             for replicate, seed in enumerate(self.config.seeds):
-                spec = trial_spec(self.config, values, variant, seed)
-                cells.append(Cell(self.next_index, cell_id(spec), spec, {**variant, **values}, replicate))
+                plan = trial_plan(self.config, values, variant, seed)
+                cells.append(Cell(self.next_index, cell_id(plan.spec), plan, {**variant, **values}, replicate))
                 self.next_index += 1
         return cells
 

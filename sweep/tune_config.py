@@ -8,7 +8,7 @@
     params:
       policy.bg_threshold: {low: 0.5, high: 1.0}                # float
       policy.xfactor_threshold: {low: 1, high: 100, log: true}  # float, log scale
-      policy.migration_cost: {low: 0, high: 600, type: int}     # integer
+      platform.migration_cost: {low: 0, high: 600, type: int}   # integer
       platform.tiers: {choices: [2, 3]}                         # categorical
     objective: {mean_bsld: minimize}          # or several: {mean_bsld: minimize, utilization: maximize}
     seeds: 2                                  # each trial averages over these seeds ...
@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..core.errors import SpecError
-from ..core.spec import canonical_key, set_key, validate_spec
+from ..core.plan import RunPlan
+from ..core.spec import canonical_key, plan_run, set_key
 
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
 from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
@@ -346,12 +347,17 @@ def _corners(params: list[Param]) -> list[dict[str, Any]]:
 
 def trial_spec(config: TuneConfig, values: Mapping[str, Any], variant: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """The validated spec of one trial cell."""
+    return trial_plan(config, values, variant, seed).spec
+
+
+def trial_plan(config: TuneConfig, values: Mapping[str, Any], variant: Mapping[str, Any], seed: int) -> RunPlan:
+    """The run plan of one trial cell."""
     spec = dict(config.base)
     for key, value in {**variant, **values}.items():
         spec = set_key(spec, key, value)
     spec["seed"] = seed
     try:
-        return validate_spec(spec)
+        return plan_run(spec)
     except SpecError as error:
         where = ", ".join(f"{k}={v!r}" for k, v in {**variant, **values}.items()) or "the base spec"
         raise SpecError(f"trial with {where}: {error}") from None

@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tiersweep.core import testing
+from tiersweep.contract import workloads as contract_workloads
 
 #: The shared folder of real traces, beside the project checkout.
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 
 
-# The conformance suite in tiersweep.core.testing finds the traces here too, wherever the
+# The conformance suite (tiersweep.contract) finds the traces here too, wherever the
 # tests are started from.
 os.environ.setdefault("TIERSWEEP_TRACES", str(TRACES))
 
 
 def trace_path(name: str) -> Path:
     """Path of a shared trace; fail under CI when it is missing, skip elsewhere."""
-    return testing.trace_path(name, TRACES)
+    return contract_workloads.trace_path(name, TRACES)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The shipped contract (:mod:`tiersweep.core.testing`) for every valid (policy, platform) pair.
+"""The shipped contract (:mod:`tiersweep.contract`) for every valid (policy, platform) pair.
 
 The test classes are generated from the registries: every registered policy is crossed with
 every registered platform configuration below, and a class is made for each pair
@@ -25,18 +25,14 @@ import pytest
 from tiersweep.core.capabilities import EMBEDDING, TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
-from tiersweep.core.platforms import COMMON_PLATFORM_PARAMS, PLATFORMS, Nodes, make_platform
+from tiersweep.core.platforms import PLATFORMS, Nodes, make_platform
 from tiersweep.core.platforms.embedders import EMBEDDERS
 from tiersweep.core.policies import POLICIES, Consolidation, make_policy
 from tiersweep.core.policies.vm_backfill import SELECTORS
-from tiersweep.core.params import validate_params
-from tiersweep.core.spec import policy_runs_on, validate_spec
-from tiersweep.core.testing import (
-    PlatformContract,
-    PolicyContract,
-    class_key,
-    fresh_interpreter_digests,
-)
+from tiersweep.core.spec import policy_runs_on, validate_platform, validate_spec
+from tiersweep.contract.platforms import PlatformContract
+from tiersweep.contract.policies import PolicyContract
+from tiersweep.contract.checks import class_key, fresh_interpreter_digests
 from test_contract import audit_consolidation
 from test_fat_tree_contract import assert_state_matches
 from tiersweep.core.platforms.fat_tree import quantize
@@ -124,8 +120,7 @@ def _ident(*parts: str) -> str:
 
 
 def _checked(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    cls = PLATFORMS[kind]
-    return validate_params("platform", params, {**COMMON_PLATFORM_PARAMS, **cls.params}, {"kind": kind})
+    return validate_platform({"kind": kind, **params})
 
 
 def valid_pairs() -> Iterator[tuple[str, dict[str, Any], str, str, dict[str, Any], dict[str, Any], dict[str, Any]]]:

@@ -2,7 +2,7 @@
 
 The generic policy contract (capacity at every instant, each job finished exactly once, no
 start before submission, work conserved, determinism, on small corner cases and on KTH-SP2)
-lives in :mod:`tiersweep.core.testing` and runs for every valid (policy, platform) pair in
+lives in :mod:`tiersweep.contract` and runs for every valid (policy, platform) pair in
 ``test_conformance.py``. What stays here holds for particular policies only, with exact
 estimates (``estimate: exact``, so no job ends before its estimated end):
 
@@ -16,7 +16,7 @@ estimates (``estimate: exact``, so no job ends before its estimated end):
 
 The helpers here (:func:`assert_contract`, :func:`audit`, :func:`run_counted`, the recorders)
 are reused by ``test_properties.py``, ``test_consolidation.py`` and ``test_tiers.py``; the
-generic ones are re-exported from :mod:`tiersweep.core.testing`.
+generic ones are re-exported from :mod:`tiersweep.contract`.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import POLICIES, BasePolicy, Consolidation
 from tiersweep.core.policies.backfill import Conservative, Easy
 from tiersweep.core.spec import policy_runs_on
-from tiersweep.core.testing import SMALL_WORKLOADS, assert_capacity_respected, counting_policy
-from tiersweep.core.testing import assert_contract as generic_assert_contract
-from tiersweep.core.testing import audit as generic_audit
+from tiersweep.contract.workloads import SMALL_WORKLOADS
+from tiersweep.contract.checks import assert_capacity_respected
+from tiersweep.contract.audit import counting_policy
+from tiersweep.contract.checks import assert_contract as generic_assert_contract
+from tiersweep.contract.audit import audit as generic_audit
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import header_int, read_swf
 from helpers import make_jobs
@@ -57,7 +59,7 @@ __all__ = ["POLICY_NAMES", "SMALL_WORKLOADS", "assert_capacity_respected", "coun
 
 
 def audit(sim: Engine) -> None:
-    """Engine observer: the generic invariants (:func:`tiersweep.core.testing.audit`: one
+    """Engine observer: the generic invariants (:func:`tiersweep.contract.audit.audit`: one
     process per VM, rates in [0, 1], progress within the runtime) and the consolidating
     policies' promises (:func:`audit_consolidation`) after every pass."""
     generic_audit(sim)
@@ -188,7 +190,7 @@ def assert_contract(
     policy_name: str,
     policy: BasePolicy | None = None,
 ) -> None:
-    """The generic contract on per-job records (:func:`tiersweep.core.testing.assert_contract`),
+    """The generic contract on per-job records (:func:`tiersweep.contract.checks.assert_contract`),
     plus FCFS order under ``fcfs``."""
     generic_assert_contract(records, capacity, policy)
     if policy_name == "fcfs":

@@ -48,7 +48,9 @@ from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import Backfill, make_policy
 from tiersweep.core.policies.backfill import Easy
 from tiersweep.core.policies.prediction import INCREMENTS, LastTwo
-from tiersweep.core.testing import PolicyContract, records_digest, trace_path
+from tiersweep.contract.policies import PolicyContract
+from tiersweep.contract.checks import records_digest
+from tiersweep.contract.workloads import trace_path
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import SWF_FIELDS
 from tiersweep.sweep.config import parse_sweep_config
@@ -603,7 +605,7 @@ def test_the_same_spec_gives_the_same_schedule_in_another_interpreter():
     mine = records_digest(simulate(spec).jobs)
     assert records_digest(simulate(spec).jobs) == mine
     code = (
-        "import json, sys; from tiersweep.core import simulate; from tiersweep.core.testing import records_digest; "
+        "import json, sys; from tiersweep.core import simulate; from tiersweep.contract.checks import records_digest; "
         "print(records_digest(simulate(json.loads(sys.argv[1])).jobs))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -14,7 +14,7 @@ largest ``min(m_s, N - m_s) x B`` among the job's servers below it):
   or link oversubscribed, and the platform's residuals equal capacity minus what the running
   jobs hold, exactly: whatever a job held is released when it finishes or is suspended; at the
   end the platform is idle;
-* lifecycle: the generic checks of :func:`tiersweep.core.testing.assert_jobs_lifecycle` (every
+* lifecycle: the generic checks of :func:`tiersweep.contract.checks.assert_jobs_lifecycle` (every
   job finishes exactly once, or is rejected without ever starting; a job starts
   ``1 + suspensions`` times), and here: only BgMBF suspends; a queueing policy rejects only
   jobs its embedder cannot place even on the idle platform; work is conserved (rate 1);
@@ -26,7 +26,7 @@ largest ``min(m_s, N - m_s) x B`` among the job's servers below it):
 
 The generic contract of every fat-tree policy with every embedder (capacity, lifecycle, work,
 determinism in this and in a fresh interpreter, on small cases and KTH-SP2) runs from
-``test_conformance.py`` (:mod:`tiersweep.core.testing`), which also audits every pass against
+``test_conformance.py`` (:mod:`tiersweep.contract`), which also audits every pass against
 :func:`assert_state_matches` there.
 """
 
@@ -62,7 +62,8 @@ from tiersweep.core.policies.embedding import Bgmbf, BwReject, _PriorityOrder
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec
 from tiersweep.core.workloads.build import build_workload
-from tiersweep.core.testing import assert_jobs_lifecycle, counting_policy
+from tiersweep.contract.checks import assert_jobs_lifecycle
+from tiersweep.contract.audit import counting_policy
 
 FAT_TREE_POLICIES = sorted(name for name in POLICIES if policy_runs_on(name, "fat_tree"))
 EMBEDDER_NAMES = sorted(EMBEDDERS)

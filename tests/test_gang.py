@@ -32,7 +32,9 @@ from tiersweep.core.platforms import make_platform
 from tiersweep.core.platforms.gang import Gang
 from tiersweep.core.policies import make_policy
 from tiersweep.core.spec import validate_spec
-from tiersweep.core.testing import assert_records_identical, assert_run_contract, run_spec, small_workload_spec
+from tiersweep.contract.checks import assert_records_identical, assert_run_contract
+from tiersweep.contract.audit import run_spec
+from tiersweep.contract.workloads import small_workload_spec
 from helpers import make_jobs
 from conftest import trace_path
 

@@ -69,7 +69,9 @@ from tiersweep.core.policies import POLICIES, BasePolicy, make_policy
 from tiersweep.core.policies.backfill import Easy
 from tiersweep.core.policies.two_tier_easy import Reservation
 from tiersweep.core.simulate import simulate
-from tiersweep.core.testing import PolicyContract, assert_records_identical, assert_run_contract, run_spec
+from tiersweep.contract.policies import PolicyContract
+from tiersweep.contract.checks import assert_records_identical, assert_run_contract
+from tiersweep.contract.audit import run_spec
 from helpers import make_jobs
 
 P0, P1, P2, P3 = range(4)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBPACKAGES = ("core", "sweep", "analysis")
+SUBPACKAGES = ("core", "sweep", "analysis", "contract")
 
 
 def test_every_package_folder_of_the_tree_is_mapped_under_tiersweep():
@@ -84,7 +84,7 @@ def test_the_wheel_has_a_single_top_level_name(tmp_path):
     assert tops == {"tiersweep", next(t for t in tops if t.endswith(".dist-info"))}
     for sub in SUBPACKAGES:
         assert f"tiersweep/{sub}/__init__.py" in names
-    assert "tiersweep/cli.py" in names and "tiersweep/core/testing.py" in names
+    assert "tiersweep/cli.py" in names and "tiersweep/contract/policies.py" in names
     assert "tiersweep/setup.py" not in names  # the build script of the compiled kernels
     assert "tiersweep/analysis/notebooks/explore.ipynb" in names
     assert not [n for n in names if n.startswith("tiersweep/tests/") or n.startswith("tiersweep/configs/")]

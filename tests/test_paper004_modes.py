@@ -38,7 +38,7 @@ from tiersweep.core.platforms.fat_tree import (
 )
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
-from tiersweep.core.testing import counting_policy
+from tiersweep.contract.audit import counting_policy
 from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth, demand_bounds
 from tiersweep.sweep.config import expand, load_sweep_config
 from tiersweep.sweep.specfile import load_spec_file

@@ -209,3 +209,39 @@ def test_results_are_found_from_a_notebooks_folder_below_the_project(tmp_path, m
     assert str(tmp_path.parent / "nowhere" / "results" / "quickstart") in str(error.value)
     monkeypatch.setenv("TIERSWEEP_RESULTS", str(tmp_path / "results" / "quickstart"))
     assert find_results("quickstart", tmp_path.parent) == tmp_path / "results" / "quickstart"
+
+
+# -- the contract suite lies outside the digest ---------------------------------------------------
+
+_CELL_ID = """
+import json, sys
+from tiersweep.core.spec import validate_spec
+from tiersweep.core.version import code_folder
+from tiersweep.sweep.cells import cell_id
+print(json.dumps([str(code_folder()), cell_id(validate_spec(json.loads(sys.argv[1])))]))
+"""
+
+
+def _cell_id_in(parent: Path, spec: dict) -> tuple[str, str]:
+    """The code folder and a cell id as a fresh interpreter importing the copy in ``parent`` sees them."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CELL_ID, json.dumps(spec)],
+        cwd=parent, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(parent)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder, identity = json.loads(done.stdout.strip().splitlines()[-1])
+    return folder, identity
+
+
+def test_editing_the_contract_suite_leaves_cell_ids_unchanged(tmp_path):
+    # Reported: the contract suite lived in the simulator's package, so editing a test helper
+    # changed every cell id (and a resume recomputed every stored cell).
+    spec = {"workload": {"model": "jann97", "jobs": 100}, "policy": {"name": "easy"}}
+    copy = _copy_package(tmp_path / "a")
+    contract = copy / "contract" / "policies.py"
+    contract.write_text(contract.read_text() + "\n# an edit of the contract suite\n")
+    folder, identity = _cell_id_in(tmp_path / "a", spec)
+    assert folder == str(copy / "core")  # the edited copy is what ran
+    assert identity == cell_id(validate_spec(spec))
+    _edit(copy)  # while an edit of the simulator changes it
+    assert _cell_id_in(tmp_path / "a", spec)[1] != identity

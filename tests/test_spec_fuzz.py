@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tiersweep.core.errors import TiersweepError
-from tiersweep.core.platforms import COMMON_PLATFORM_PARAMS, PLATFORMS
+from tiersweep.core.engine import ENGINE_PARAMS
+from tiersweep.core.platforms import PLATFORMS
 from tiersweep.core.policies import POLICIES
 from tiersweep.core.spec import WORKLOAD_PARAMS, validate_spec
 from tiersweep.sweep.config import MAX_CELLS, expand, parse_sweep_config
@@ -25,7 +26,7 @@ from tiersweep.sweep.tune_config import parse_tune_config
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
-PLATFORM_KEYS = sorted({*COMMON_PLATFORM_PARAMS, "kind", *(k for cls in PLATFORMS.values() for k in cls.params)})
+PLATFORM_KEYS = sorted({*ENGINE_PARAMS, "kind", *(k for cls in PLATFORMS.values() for k in cls.params)})
 POLICY_KEYS = sorted({"name", *(k for cls in POLICIES.values() for k in cls.params)})
 
 #: Values a new user might write, right or wrong.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..params import Param, non_negative_number, validate_params
+from ..params import validate_params
 from ..registry import Registry, lazy_exports
 from .base import BasePlatform
 from .nodes import Nodes
@@ -25,28 +25,14 @@ __all__ = [
     "SharedVms",
     "FatTree",
     "PLATFORMS",
-    "COMMON_PLATFORM_PARAMS",
     "register_platform",
     "platform_class",
     "make_platform",
 ]
 
 
-#: Keys every platform accepts, applied by the engine rather than the platform's constructor.
-#: ``migration_cost`` is the restore delay of a suspended or migrated job; it changes nothing
-#: where no job is ever suspended or migrated, and every kind accepts it so that one sweep grid
-#: can cross platforms and policies with migration costs.
-COMMON_PLATFORM_PARAMS: dict[str, Param] = {
-    "migration_cost": Param(
-        non_negative_number,
-        default=20.0,
-        doc="seconds a suspended or migrated job holds its VMs on restart before it progresses (paper 000: 20)",
-    ),
-}
-
-
 #: Platform classes by ``platform.kind``, in registration order.
-PLATFORMS: Registry[type[BasePlatform]] = Registry("platform", BasePlatform, "kind", ("kind", *COMMON_PLATFORM_PARAMS))
+PLATFORMS: Registry[type[BasePlatform]] = Registry("platform", BasePlatform, "kind", ("kind",))
 #: Register a platform class (usable as a class decorator); see :meth:`Registry.register`.
 register_platform = PLATFORMS.register
 #: The platform class registered as a kind, or a SpecError listing the valid ones.
@@ -54,18 +40,17 @@ platform_class = PLATFORMS.lookup
 
 
 def make_platform(kind: str, params: Mapping[str, Any] | None = None, *, seed: int = 0) -> BasePlatform:
-    """Build the platform registered as ``kind`` from its spec parameters.
+    """Build the platform registered as ``kind`` from its own parameters, outside a run plan
+    (a run builds its platform from its :class:`~tiersweep.core.plan.RunPlan`, checked once).
 
     ``params`` are checked against the class's declared ``params`` (unknown keys and bad values
-    raise :class:`~tiersweep.core.errors.SpecError` naming ``platform.KEY``), defaults are
-    filled in, and the common keys (applied by the engine) are left out of the constructor call.
+    raise :class:`~tiersweep.core.errors.SpecError` naming ``platform.KEY``) and defaults are
+    filled in.
     """
     cls = platform_class(kind)
     given = {k: v for k, v in (params or {}).items() if k != "kind"}
-    own = validate_params("platform", given, {**COMMON_PLATFORM_PARAMS, **cls.params})
+    own = validate_params("platform", given, cls.params)
     cls.check_params(own)
-    for key in COMMON_PLATFORM_PARAMS:
-        own.pop(key)
     return cls(**own, seed=seed)
 
 

@@ -25,9 +25,9 @@ class BasePlatform(ABC):
 
     * :meth:`job_capacity` (class method) while the spec is resolved, before the workload is
       built: the largest job the platform can hold.
-    * ``__init__(**params, seed=seed)`` once, with the validated ``platform`` section of the spec
-      (every key of :attr:`params` except the common ones the engine applies, such as
-      ``migration_cost``).
+    * ``__init__(**params, seed=seed)`` once, with the platform's own keys of the run plan (every
+      key of :attr:`params`, checked once; the engine takes the section's other keys,
+      :data:`~tiersweep.core.engine.ENGINE_PARAMS`).
     * :meth:`prepare` once, by the engine before the first event, with what the policy
       requires and whether the units each job holds are recorded.
     * :meth:`free_count` by policies, at any time.

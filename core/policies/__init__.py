@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Policy classes by registry name (``policy.name``), in registration order.
-POLICIES: Registry[type[BasePolicy]] = Registry("policy", BasePolicy, "name", ("name", "migration_cost"))
+POLICIES: Registry[type[BasePolicy]] = Registry("policy", BasePolicy, "name", ("name",))
 #: Register a policy class (usable as a class decorator); see :meth:`Registry.register`.
 register_policy = POLICIES.register
 #: The policy class registered as a name, or a SpecError listing the valid ones.
@@ -45,15 +45,14 @@ policy_class = POLICIES.lookup
 
 
 def make_policy(name: str, **params: Any) -> BasePolicy:
-    """Build the policy registered as ``name`` from its spec parameters.
+    """Build the policy registered as ``name`` from its spec parameters, outside a run plan
+    (a run builds its policy from its :class:`~tiersweep.core.plan.RunPlan`, checked once).
 
     ``params`` are checked against the class's declared ``params`` (unknown keys and bad values
     raise :class:`~tiersweep.core.errors.SpecError` naming ``policy.KEY``) and defaults are
-    filled in. ``migration_cost``, which older specs give here, belongs to the platform
-    (:data:`tiersweep.core.platforms.COMMON_PLATFORM_PARAMS`) and is ignored.
+    filled in.
     """
     cls = policy_class(name)
-    params.pop("migration_cost", None)
     return cls(**validate_params("policy", params, cls.params))
 
 

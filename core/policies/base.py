@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Protocol, Sequence
 
 from ..decisions import Decision
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
     from ..params import Param
+    from ..platforms.base import BasePlatform
 
-__all__ = ["BasePolicy"]
+__all__ = ["BasePolicy", "Simulation"]
+
+
+class Simulation(Protocol):
+    """What a policy reads of the engine that runs it (read-only; the engine is one)."""
+
+    #: The current simulated time.
+    now: float
+    #: Queued jobs by index, in queue order.
+    queue: dict[int, Job]
+    #: Running jobs by index.
+    running: dict[int, Job]
+    #: Every job of the run, by index.
+    jobs: Sequence[Job]
+    #: The platform the jobs run on.
+    platform: BasePlatform
 
 
 class BasePolicy(ABC):
@@ -49,7 +64,7 @@ class BasePolicy(ABC):
     #: costliest cells first and to estimate the time left; it never changes a result.
     relative_cost: ClassVar[float] = 1.0
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         """Called once before the run starts."""
 
     def on_submit(self, job: Job) -> None:
@@ -71,5 +86,5 @@ class BasePolicy(ABC):
         """``job`` has just moved; ``tier`` and ``nodes`` are where it was before."""
 
     @abstractmethod
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         """Yield the decisions to take now."""

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -63,9 +63,21 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..jobs import Job
     from ..platforms.nodes import Nodes
-    from .embedding import HeadFirstOrder
 
-__all__ = ["Consolidation", "ResourceModel", "NodeVms", "Cmbf", "Ambf", "Cmcbf", "Amcbf", "Smcbf", "DEFAULT_BG_THRESHOLD", "BG_THRESHOLD", "ArrivalOrder"]
+__all__ = [
+    "Consolidation",
+    "ResourceModel",
+    "NodeVms",
+    "Cmbf",
+    "Ambf",
+    "Cmcbf",
+    "Amcbf",
+    "Smcbf",
+    "DEFAULT_BG_THRESHOLD",
+    "BG_THRESHOLD",
+    "ArrivalOrder",
+    "ScanOrder",
+]
 
 #: Paper 000, section 3: above 96 % foreground utilisation a background VM gains nothing.
 DEFAULT_BG_THRESHOLD = 0.96
@@ -78,6 +90,18 @@ BG_THRESHOLD = Param(
     default=DEFAULT_BG_THRESHOLD,
     doc="background processes only on nodes whose higher tiers are estimated below this",
 )
+
+
+class ScanOrder(Protocol):
+    """The order in which the foreground phase examines jobs: job indices, each once, and a job
+    pushed back during the scan (displaced in this pass) examined again in its place."""
+
+    def __iter__(self) -> ScanOrder: ...
+
+    def __next__(self) -> int: ...
+
+    def push(self, index: int) -> None:
+        """Examine ``index`` again, in its place."""
 
 
 class ArrivalOrder:
@@ -145,7 +169,7 @@ class ResourceModel:
         """Decisions taken before each pass (e.g. rejecting jobs that could never run)."""
         return iter(())
 
-    def scan_order(self, sim: Engine, background: list[int]) -> ArrivalOrder | HeadFirstOrder:
+    def scan_order(self, sim: Engine, background: list[int]) -> ScanOrder:
         """The jobs the foreground phase examines, in order (default: queued and background
         jobs by arrival)."""
         return ArrivalOrder([*sim.queue, *background])

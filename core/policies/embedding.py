@@ -64,7 +64,7 @@ from ..params import Param, one_of
 from ..platforms.embedders import EMBEDDERS
 from ..platforms.fat_tree import FatTree, FatTreeState, Placement, could_ever_fit
 from .base import BasePolicy
-from .consolidation import Ambf, ArrivalOrder, Consolidation, ResourceModel
+from .consolidation import Ambf, Consolidation, ResourceModel, ScanOrder
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -378,7 +378,7 @@ class Embeddings(ResourceModel):
     def admit(self, sim: Engine) -> Iterator[Decision]:
         return self.embedding.rejections()
 
-    def scan_order(self, sim: Engine, background: list[int]) -> ArrivalOrder | HeadFirstOrder:
+    def scan_order(self, sim: Engine, background: list[int]) -> ScanOrder:
         key = self.policy.candidate_key
         if key is None:
             return super().scan_order(sim, background)

@@ -1,0 +1,97 @@
+"""One run plan: a spec is checked once, into an immutable plan that every run path assembles.
+
+Reported: the run was assembled twice (``simulate`` and the contract suite's copy) and a spec
+validated up to four times on its way to a sweep worker (the spec validator, then the platform
+and policy constructors again, the sweep's expansion, the worker); the validated spec was
+changed after validation (the machine size read from the trace written into it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tiersweep.core import simulate
+from tiersweep.core.params import Param
+from tiersweep.core.platforms.nodes import Nodes
+from tiersweep.core.policies import POLICIES, register_policy
+from tiersweep.core.policies.backfill import Easy
+from tiersweep.sweep.batch import run_batch, task_for
+from tiersweep.sweep.config import expand, parse_sweep_config
+
+from sweep_helpers import write_swf
+
+CHECKS: Counter[str] = Counter()
+
+
+def _counted(value: Any) -> int:
+    CHECKS["policy"] += 1
+    return int(value)
+
+
+class CountedEasy(Easy):
+    """EASY with one parameter whose check counts how often the policy section is checked."""
+
+    name = "counted_easy"
+    params = {**Easy.params, "depth": Param(_counted, default=1, doc="unused")}
+
+    def __init__(self, depth: int = 1, **params: Any) -> None:
+        super().__init__(**params)
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    """The counting policy registered, and the nodes platform's section checks counted."""
+    CHECKS.clear()
+    original = Nodes.check_params.__func__
+
+    def check_params(cls, params):
+        CHECKS["platform"] += 1
+        original(cls, params)
+
+    monkeypatch.setattr(Nodes, "check_params", classmethod(check_params))
+    register_policy(CountedEasy)
+    yield CHECKS
+    POLICIES.pop(CountedEasy.name)
+
+
+def _spec(trace) -> dict[str, Any]:
+    policy = {"name": "counted_easy", "depth": 3}
+    return {"workload": {"trace": str(trace)}, "platform": {"kind": "nodes"}, "policy": policy}
+
+
+def test_simulate_checks_each_section_once(tmp_path, counting):
+    result = simulate(_spec(write_swf(tmp_path / "log.swf")))
+    assert result.metrics["jobs"] == 30
+    assert counting == {"policy": 1, "platform": 1}
+
+
+def test_a_sweep_cell_is_checked_once_on_its_way_to_the_worker(tmp_path, counting):
+    trace = write_swf(tmp_path / "log.swf")
+    raw = {"name": "once", "base": _spec(trace), "seeds": [0], "grid": {"workload.jobs": [10, 20]}}
+    config = parse_sweep_config(raw)
+    counting.clear()
+    cells = expand(config)
+    assert counting == {"policy": 2, "platform": 2}  # each cell's spec, when the sweep is expanded
+    outcomes = run_batch([task_for(cell, "once") for cell in cells])
+    assert [o["row"]["status"] for o in outcomes] == ["ok", "ok"]
+    assert counting == {"policy": 2, "platform": 2}  # and not again by the worker
+
+
+def test_the_plan_is_read_only_and_running_it_changes_nothing(tmp_path):
+    from tiersweep.core.simulate import run_plan
+    from tiersweep.core.spec import plan_run, validate_spec
+
+    spec = {"workload": {"trace": str(write_swf(tmp_path / "log.swf", nodes=48))}, "platform": {"tiers": 2}}
+    plan = plan_run(spec)
+    with pytest.raises(TypeError):
+        plan.platform["nodes"] = 4  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        plan.seed = 3  # type: ignore[misc]
+    before = plan.spec
+    result = run_plan(plan)
+    assert plan.spec == before and plan.platform["nodes"] is None  # the size stays the trace's to give
+    assert result.spec["platform"]["nodes"] == 48  # the run says what it ran on
+    assert validate_spec(spec) == before and plan.engine == {"migration_cost": 20.0}
