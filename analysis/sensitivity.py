@@ -355,19 +355,23 @@ def _indices(method, y, u, design, second, resamples, confidence, rng):
 
 
 def _metric_table(point, bounds, design: Design) -> pd.DataFrame:
+    """Rows: the parameters, then ``seed`` with its shares of the variance (``S1``, ``ST``;
+    a Morris table has ``ST`` for the seed alone)."""
     names = [k for k in point if not k.startswith("seed_") and k != "S2"]
+    shares = [k.removeprefix("seed_") for k in point if k.startswith("seed_")]
+    columns = names + [k for k in shares if k not in names]
     rows = {}
     for i, key in enumerate(design.keys):
         row = {}
-        for name in names:
-            row[name] = float(point[name][i])
-            row[f"{name}_low"], row[f"{name}_high"] = float(bounds[name][0][i]), float(bounds[name][1][i])
+        for name in columns:
+            value = float(point[name][i]) if name in names else np.nan
+            low, high = (float(bounds[name][0][i]), float(bounds[name][1][i])) if name in names else (np.nan, np.nan)
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = value, low, high
         rows[key] = row
     seed_row: dict[str, float] = {}
-    for name in names:
+    for name in columns:
         source = f"seed_{name}"
-        value = point.get(source)
-        seed_row[name] = float(value) if value is not None else np.nan
+        seed_row[name] = float(point[source]) if source in point else np.nan
         low, high = bounds.get(source, (np.nan, np.nan))
         seed_row[f"{name}_low"], seed_row[f"{name}_high"] = float(low), float(high)
     rows[_SEED_ROW] = seed_row

@@ -125,3 +125,112 @@ def test_sobol_indices_of_ishigami_through_the_pipeline_resume_and_growth(tmp_pa
     assert any(w.startswith("platform.x3: S1") for w in m.warnings)
     assert set(m.convergence["units"]) == {64, 128, 256}
     assert "one seed per design point" in " ".join(m.warnings)
+
+
+def linear_shares() -> dict[str, float]:
+    """The linear metric's first-order (= total) indices: c_i^2 over their sum (uniform inputs
+    of one range)."""
+    total = sum(c * c for c in LINEAR.values())
+    return {key: c * c / total for key, c in LINEAR.items()}
+
+
+def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
+    out = tmp_path / "out"
+    config = load_sweep_config(config_file(tmp_path, "sobol", 16, seeds=2))
+    assert len(expand(config)) == 16 * 5 * 2
+
+    def interrupt(count):
+        if count >= 30:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config, out, backend="serial", progress=False, on_batch=interrupt)
+    again = run_sweep(config, out, backend="serial", progress=False)
+    assert again.stored_before >= 30 and again.stored_before + again.computed == 160
+    grown = run_sweep(load_sweep_config(config_file(tmp_path, "sobol", 32, seeds=2)), out, backend="serial", progress=False)
+    assert (grown.stored_before, grown.computed) == (160, 160)
+    result = analyse(out / "sobol", metrics=["linear", "noisy"], resamples=300)
+    linear, noisy = result.metrics
+    for key, share in linear_shares().items():
+        row = linear.table.loc[key]
+        assert row["S1_low"] <= share <= row["S1_high"] and row["ST_low"] <= share <= row["ST_high"], (key, row.to_dict())
+    assert linear.table.loc["seed", "ST"] == pytest.approx(0, abs=1e-12)  # the seed moves nothing in this metric
+    # The noise is one draw per seed, at every design point alike (common random numbers): its
+    # share is the variance over seeds at a point, here known exactly.
+    z = [seed_draw(s) for s in config.seeds]
+    inputs = sum(c * c for c in LINEAR.values()) * (2 * PI) ** 2 / 12
+    expected = np.var(z, ddof=1) / (inputs + np.var(z))
+    assert noisy.table.loc["seed", "ST"] == pytest.approx(expected, rel=0.35)
+    assert noisy.table.loc["seed", "ST_low"] <= noisy.table.loc["seed", "ST"] <= noisy.table.loc["seed", "ST_high"]
+    assert "sobol design, n=32" in result.text()
+
+
+def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path):
+    out = tmp_path / "out"
+    screen = load_sweep_config(config_file(tmp_path, "morris", 10, seeds=3, name="screen"), ["workload.jobs=1"])
+    run_sweep(screen, out, backend="serial", progress=False)
+    assert run_sweep(screen, out, backend="serial", progress=False).computed == 0  # all stored
+    screening = analyse(out / "screen", metrics=["linear", "noisy"], resamples=300)
+    linear, noisy = screening.metrics
+    width = 2 * PI
+    for key, c in LINEAR.items():
+        # Elementary effects of a linear function are exact: |c| x the range, no spread, and
+        # the seed's draw cancels in each step (both ends of a step share the seed).
+        for m in (linear, noisy):
+            assert m.table.loc[key, "mu_star"] == pytest.approx(abs(c) * width)
+            assert m.table.loc[key, "sigma"] == pytest.approx(0, abs=1e-9)
+    assert noisy.table.loc["seed", "ST"] > 0 and linear.table.loc["seed", "ST"] == pytest.approx(0, abs=1e-12)
+    assert linear.important(0.2) == ["platform.x1", "platform.x2"]
+    full = load_sweep_config(config_file(tmp_path, "sobol", 16, name="full"))
+    run_sweep(full, out, backend="serial", progress=False)
+    (confirmed,) = analyse(out / "full", metrics=["linear"], resamples=300).metrics
+    check = compare_rankings(linear, confirmed)
+    assert check.rho == pytest.approx(1.0) and check.low > 0
+    assert check.verdict == "the screening ranking holds at full size"
+    assert "Spearman rho = 1.000" in check.text()
+
+
+def test_latin_first_order_indices(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(load_sweep_config(config_file(tmp_path, "latin", 64, extra="  block: 32")), out, backend="serial", progress=False)
+    (m,) = analyse(out / "latin", metrics=["linear"], resamples=300).metrics
+    shares = linear_shares()
+    assert m.ranking() == list(shares)
+    assert m.table.loc["platform.x1", "S1"] == pytest.approx(shares["platform.x1"], abs=0.15)
+
+
+@pytest.mark.parametrize("method", ["sobol", "morris", "latin"])
+def test_a_design_of_n_points_is_the_start_of_one_of_2n(method):
+    raw = {
+        "name": "d",
+        "base": {},
+        "sample": {"method": method, "n": 8, "params": {"workload.load": {"low": 0.5, "high": 1.0}, "platform.nodes": {"low": 2, "high": 64, "log": True, "integer": True}}},
+    }
+    if method == "latin":
+        raw["sample"]["block"] = 8
+    small = parse_sweep_config(raw).design
+    big = parse_sweep_config({**raw, "sample": {**raw["sample"], "n": 16}}).design
+    assert big.points()[: small.size] == small.points()
+    assert all(isinstance(p["platform.nodes"], int) and 2 <= p["platform.nodes"] <= 64 for p in big.points())
+
+
+@pytest.mark.parametrize(
+    "sample, message",
+    [
+        ({"method": "grid", "n": 4, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.method: expected one of sobol"),
+        ({"method": "sobol", "n": 12, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.n: a Sobol design needs a power of 2 .* give 8 or 16"),
+        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 1, "high": 0}}}, r"^sample.params.workload.load: expected low < high"),
+        ({"method": "sobol", "n": 8, "params": {"policy.name": {"low": 0, "high": 1}}}, r"^sample.params.policy.name: already an axis of the grid"),
+        ({"method": "morris", "n": 8, "levels": 3, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.levels: expected an even"),
+        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "lg": True}}}, r"^sample.params.workload.load.lg: unknown key"),
+        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "log": True}}}, r"^sample.params.workload.load.low: a log range needs low > 0"),
+    ],
+)
+def test_bad_sample_sections_are_refused_with_the_key_path(sample, message):
+    with pytest.raises(SpecError, match=message):
+        parse_sweep_config({"name": "d", "base": {}, "grid": {"policy.name": ["easy"]}, "sample": sample})
+
+
+def test_set_refuses_a_sampled_key(tmp_path):
+    with pytest.raises(SpecError, match=r"--set platform.x1: platform.x1 is varied by the config's sample"):
+        load_sweep_config(config_file(tmp_path, "sobol", 4), ["platform.x1=1"])
