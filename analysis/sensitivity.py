@@ -457,8 +457,8 @@ def analyse(
         metrics = [m for m in DEFAULT_METRICS if m in ok.columns]
     for metric in metrics:
         if metric not in ok.columns:
-            numeric = [c for c in ok.columns if "." not in c and pd.api.types.is_float_dtype(ok[c])]
-            raise TiersweepError(f"metric {metric!r}: not a column of {root}/runs; metrics: {', '.join(numeric)}")
+            known = [m for m in DEFAULT_METRICS if m in ok.columns] + ["..."]
+            raise TiersweepError(f"metric {metric!r}: not a run metric of {root} (such as {', '.join(known)})")
     missing = [k for k in design.keys if k not in ok.columns]
     if missing:
         raise TiersweepError(f"{root}: no stored runs of the design (columns {', '.join(missing)} missing)")

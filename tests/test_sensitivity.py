@@ -10,9 +10,11 @@ import math
 import textwrap
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tiersweep.analysis.sensitivity import analyse, compare_rankings
+from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.core.params import Param, non_negative_number, number_in
 from tiersweep.core.platforms import PLATFORMS, Nodes, register_platform
@@ -165,7 +167,7 @@ def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
     assert "sobol design, n=32" in result.text()
 
 
-def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path):
+def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path, capsys):
     out = tmp_path / "out"
     screen = load_sweep_config(config_file(tmp_path, "morris", 10, seeds=3, name="screen"), ["workload.jobs=1"])
     run_sweep(screen, out, backend="serial", progress=False)
@@ -188,6 +190,14 @@ def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path):
     assert check.rho == pytest.approx(1.0) and check.low > 0
     assert check.verdict == "the screening ranking holds at full size"
     assert "Spearman rho = 1.000" in check.text()
+    # The same from the command line, with the indices written as CSV.
+    csv = tmp_path / "indices.csv"
+    argv = ["sensitivity", str(out / "full"), "--metric", "linear", "--screening", str(out / "screen"), "--resamples", "50"]
+    assert main([*argv, "--csv", str(csv)]) == 0
+    printed = capsys.readouterr().out
+    assert "the screening ranking holds at full size" in printed and "convergence of ST at 4/8/16 units" in printed
+    table = pd.read_csv(csv)
+    assert list(table["parameter"]) == [*LINEAR, "seed"] and {"S1", "S1_low", "ST_high"} <= set(table.columns)
 
 
 def test_latin_first_order_indices(tmp_path):
