@@ -197,6 +197,9 @@ def _convergence_text(m: MetricSensitivity) -> str:
 def _sobol(y: np.ndarray, d: int, second: bool) -> dict[str, np.ndarray]:
     """Saltelli's first-order, Jansen's total and Saltelli's second-order estimators, and the
     seed's shares, over units and seeds (leading axes: bootstrap replicates)."""
+    # Centred: the first- and second-order estimators are not shift-invariant in a finite
+    # sample, and a metric far from 0 (a mean slowdown of 300) would swamp them in noise.
+    y = y - y.mean(axis=(-3, -2, -1), keepdims=True)
     a, b = y[..., :, 0, :], y[..., :, -1, :]
     ab = y[..., :, 1 : d + 1, :]
     both = np.concatenate([a, b], axis=-2)
@@ -228,7 +231,8 @@ def _seed_shares(y: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
     within = y.var(axis=-1, ddof=1).mean(axis=-1)
     means = y.mean(axis=-2)
     first = means.var(axis=-1, ddof=1) - y.var(axis=-2, ddof=1).mean(axis=-1) / points
-    return {"seed_S1": first / total, "seed_ST": within / total}
+    with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
+        return {"seed_S1": first / total, "seed_ST": within / total}
 
 
 def _morris(y: np.ndarray, steps: np.ndarray, factors: np.ndarray, d: int) -> dict[str, np.ndarray]:
@@ -348,8 +352,9 @@ def _interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np
 
 def _indices(method, y, u, design, second, resamples, confidence, rng):
     """Point estimates, intervals and replicates of one metric's indices from complete units."""
-    point = _estimate(method, y, u, design, second)
-    reps = _bootstrap(method, y, u, design, second, resamples, rng)
+    with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
+        point = _estimate(method, y, u, design, second)
+        reps = _bootstrap(method, y, u, design, second, resamples, rng)
     bounds = {key: _interval(reps[key], confidence) for key in point}
     return point, bounds, reps
 
@@ -492,6 +497,8 @@ def analyse(
                 )
             convergence, converged = _convergence(design.method, y, u, design, second_order, min(resamples, 200), confidence, rng)
             notes = _warnings(table, design.method, len(y), int((~complete).sum()), len(config.seeds))
+            if not np.nanvar(y) > 0:
+                notes.insert(0, f"{metric} is the same at every design point and seed: it has no variance to share out")
             if not converged:
                 notes.append(
                     f"n={len(y)} units look too small: indices still move by more than {CONVERGED} between n/2 and n "

@@ -244,3 +244,16 @@ def test_bad_sample_sections_are_refused_with_the_key_path(sample, message):
 def test_set_refuses_a_sampled_key(tmp_path):
     with pytest.raises(SpecError, match=r"--set platform.x1: platform.x1 is varied by the config's sample"):
         load_sweep_config(config_file(tmp_path, "sobol", 4), ["platform.x1=1"])
+
+
+def test_the_report_of_a_sampled_design_has_a_sensitivity_section(tmp_path):
+    from tiersweep.analysis.report import write_report
+
+    out = tmp_path / "out"
+    run_sweep(load_sweep_config(config_file(tmp_path, "morris", 4, seeds=2)), out, backend="serial", progress=False)
+    page = write_report(out / "morris").read_text()
+    assert "<h2 id='sensitivity'>" in page and "mu_star" in page
+    figures = sorted(p.name for p in (out / "morris" / "report" / "figures").glob("sensitivity_*.png"))
+    assert figures == [f"sensitivity_{kind}_{m}.png" for kind in ("convergence", "indices") for m in ("mean_bsld", "utilization")]
+    # The sampled parameters are not drawn as curves (their points scatter over all at once).
+    assert not list((out / "morris" / "report" / "figures").glob("platform_x*"))
