@@ -6,13 +6,16 @@ by a plug-in platform registered for the test."""
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tiersweep.analysis import find_results
 from tiersweep.analysis.sensitivity import analyse, compare_rankings
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
@@ -246,14 +249,27 @@ def test_set_refuses_a_sampled_key(tmp_path):
         load_sweep_config(config_file(tmp_path, "sobol", 4), ["platform.x1=1"])
 
 
-def test_the_report_of_a_sampled_design_has_a_sensitivity_section(tmp_path):
+def test_the_report_and_the_notebook_of_a_sampled_design(tmp_path, monkeypatch, capsys):
     from tiersweep.analysis.report import write_report
 
-    out = tmp_path / "out"
-    run_sweep(load_sweep_config(config_file(tmp_path, "morris", 4, seeds=2)), out, backend="serial", progress=False)
-    page = write_report(out / "morris").read_text()
+    out = tmp_path / "results"
+    name = "sensitivity_smcbf_screen"  # (the folder the notebook's cell looks for)
+    run_sweep(load_sweep_config(config_file(tmp_path, "morris", 4, seeds=2, name=name)), out, backend="serial", progress=False)
+    folder = out / name
+    page = write_report(folder).read_text()
     assert "<h2 id='sensitivity'>" in page and "mu_star" in page
-    figures = sorted(p.name for p in (out / "morris" / "report" / "figures").glob("sensitivity_*.png"))
+    figures = sorted(p.name for p in (folder / "report" / "figures").glob("sensitivity_*.png"))
     assert figures == [f"sensitivity_{kind}_{m}.png" for kind in ("convergence", "indices") for m in ("mean_bsld", "utilization")]
     # The sampled parameters are not drawn as curves (their points scatter over all at once).
-    assert not list((out / "morris" / "report" / "figures").glob("platform_x*"))
+    assert not list((folder / "report" / "figures").glob("platform_x*"))
+    # The notebook's example cell, run from a folder below the results, as Jupyter runs it.
+    notebook = Path(__file__).resolve().parents[1] / "analysis" / "notebooks" / "explore.ipynb"
+    (cell,) = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code" and "sensitivity" in "".join(c["source"])]
+    monkeypatch.delenv("TIERSWEEP_RESULTS", raising=False)
+    below = tmp_path / "analysis" / "notebooks"
+    below.mkdir(parents=True)
+    monkeypatch.chdir(below)
+    namespace: dict = {"find_results": find_results}
+    exec(compile("".join(cell["source"]), str(notebook), "exec"), namespace)  # noqa: S102 - the project's own notebook
+    assert namespace["screening"].root == str(folder)
+    assert "morris design, n=4" in capsys.readouterr().out
