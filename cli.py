@@ -318,12 +318,14 @@ def build_parser() -> argparse.ArgumentParser:
     sensitivity = sub.add_parser(
         "sensitivity",
         help="Sobol or Morris indices of a sampled design, with intervals",
-        description="Per metric: first-order and total Sobol indices (or Morris mu* and sigma) of a sweep whose config "
-        "has a 'sample:' section, each with a bootstrap interval, the seed's share of the variance, a convergence check "
-        "(n/4, n/2, n) and warnings.",
+        description="Per metric: first-order and total Sobol indices (or Morris mu* and sigma) of a sweep whose "
+        "config has a 'sample:' section, each with a bootstrap interval, the seed's share of the variance, a "
+        "convergence check (n/4, n/2, n) and warnings.",
     )
     sensitivity.add_argument("root", metavar="OUT/NAME", help="a sampled design's results folder")
-    sensitivity.add_argument("--metric", action="append", dest="metrics", help="a run metric (repeatable) [mean_bsld, utilization]")
+    sensitivity.add_argument(
+        "--metric", action="append", dest="metrics", help="a run metric (repeatable) [mean_bsld, utilization]"
+    )
     sensitivity.add_argument("--second-order", action="store_true", help="also second-order Sobol indices")
     sensitivity.add_argument(
         "--resamples",
@@ -519,7 +521,12 @@ def _main(argv: Sequence[str] | None) -> int:
             from .analysis.sensitivity_command import sensitivity_command
 
             return sensitivity_command(
-                args.root, args.metrics, second_order=args.second_order, resamples=args.resamples, screening=args.screening, csv=args.csv
+                args.root,
+                args.metrics,
+                second_order=args.second_order,
+                resamples=args.resamples,
+                screening=args.screening,
+                csv=args.csv,
             )
         if args.command == "compact":
             from .sweep.sweep_command import compact_command

@@ -4,7 +4,8 @@ The page (``index.html``) holds, in this order: a warning when a grid point has 
 seeds; the summary table (per grid point, in the config's order, the sweep summary's metrics and
 the figures' metrics that vary: mean and 95 % interval over seeds, four significant digits);
 the failed cells; for a sampled design (``sample:``), the sensitivity section (indices with
-intervals and their convergence, :mod:`~tiersweep.analysis.sensitivity_report`); the figures; the versions and provenance of the rows; and every config run
+intervals and their convergence, :mod:`~tiersweep.analysis.sensitivity_report`); the figures;
+the versions and provenance of the rows; and every config run
 into the folder as the YAML the user wrote, with its ``--set`` values.
 
 A grid point is one set of inputs: rows under one grid point that differ in another input (a

@@ -160,7 +160,8 @@ class SensitivityResult:
             lines.append(_convergence_text(m))
             lines.extend(f"warning: {w}" for w in m.warnings)
             if m.method == "morris":
-                lines.append(f"parameters that matter (mu_star >= 10% of the largest): {', '.join(m.important()) or 'none'}")
+                kept = ", ".join(m.important()) or "none"
+                lines.append(f"parameters that matter (mu_star >= 10% of the largest): {kept}")
         return "\n".join(lines)
 
 
@@ -188,7 +189,9 @@ def _convergence_text(m: MetricSensitivity) -> str:
         values = m.convergence[(m.convergence["parameter"] == parameter) & (m.convergence["index"] == m.score)]
         series.append(f"{parameter} " + " -> ".join(f"{v:.3g}" for v in values.sort_values("units")["estimate"]))
     verdict = "n is large enough" if m.converged else "n is too small: increase sample.n (the points computed are kept)"
-    return f"convergence of {m.score} at {'/'.join(str(s) for s in sizes)} units: " + "; ".join(series) + f": {verdict}" if len(wide) else verdict
+    if not len(wide):
+        return verdict
+    return f"convergence of {m.score} at {'/'.join(str(s) for s in sizes)} units: " + "; ".join(series) + f": {verdict}"
 
 
 # -- estimators: arrays of shape (..., units, points per unit, seeds) -------------------------
@@ -295,7 +298,9 @@ def _config_of(root: Path) -> SweepConfig:
     manifest = read_manifest(root)
     raw = manifest.get("config")
     if not isinstance(raw, dict) or "sample" not in raw:
-        raise TiersweepError(f"{root}: not a sampled design (its config has no 'sample:' section); give a sweep with one")
+        raise TiersweepError(
+            f"{root}: not a sampled design (its config has no 'sample:' section); give a sweep with one"
+        )
     return parse_sweep_config(raw, source=str(root / "manifest.json"))
 
 
@@ -396,9 +401,15 @@ def _warnings(table: pd.DataFrame, method: str, units: int, missing: int, seeds:
                 continue
             low, high = row[f"{name}_low"], row[f"{name}_high"]
             if row[name] < 0:
-                out.append(f"{parameter}: {name} = {row[name]:.3g} is negative (an estimate within noise of 0; more units narrow it)")
+                out.append(
+                    f"{parameter}: {name} = {row[name]:.3g} is negative (an estimate within noise of 0; "
+                    "more units narrow it)"
+                )
             elif low <= 0 <= high:
-                out.append(f"{parameter}: {name} interval [{low:.3g}, {high:.3g}] spans 0: not told apart from no effect at n={units}")
+                out.append(
+                    f"{parameter}: {name} interval [{low:.3g}, {high:.3g}] spans 0: not told apart from no effect "
+                    f"at n={units}"
+                )
     return out
 
 
@@ -414,7 +425,8 @@ def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tu
             if name.startswith("seed_") or name == "S2":
                 continue
             for i, key in enumerate(design.keys):
-                rows.append((size, key, name, float(point[name][i]), float(bounds[name][0][i]), float(bounds[name][1][i])))
+                low, high = float(bounds[name][0][i]), float(bounds[name][1][i])
+                rows.append((size, key, name, float(point[name][i]), low, high))
         estimates[size] = (point[score], bounds[score])
     frame = pd.DataFrame(rows, columns=["units", "parameter", "index", "estimate", "low", "high"])
     full, (low, high) = estimates[n]
@@ -455,7 +467,9 @@ def analyse(
     design = config.design
     assert design is not None
     if second_order and not design.second_order:
-        raise TiersweepError(f"{root}: second-order indices need sample.second_order: true in the config (and its extra points)")
+        raise TiersweepError(
+            f"{root}: second-order indices need sample.second_order: true in the config (and its extra points)"
+        )
     runs = load(root)
     ok = runs[runs["status"] == "ok"] if "status" in runs.columns else runs
     if metrics is None:
@@ -495,7 +509,9 @@ def analyse(
                     [(a, b, point["S2"][k], bounds["S2"][0][k], bounds["S2"][1][k]) for k, (a, b) in enumerate(pairs)],
                     columns=["a", "b", "S2", "S2_low", "S2_high"],
                 )
-            convergence, converged = _convergence(design.method, y, u, design, second_order, min(resamples, 200), confidence, rng)
+            convergence, converged = _convergence(
+                design.method, y, u, design, second_order, min(resamples, 200), confidence, rng
+            )
             notes = _warnings(table, design.method, len(y), int((~complete).sum()), len(config.seeds))
             if not np.nanvar(y) > 0:
                 notes.insert(0, f"{metric} is the same at every design point and seed: it has no variance to share out")
@@ -507,7 +523,8 @@ def analyse(
             score = {"sobol": "ST", "morris": "mu_star"}.get(design.method, "S1")
             out.append(
                 MetricSensitivity(
-                    metric, design.method, group, len(y), len(config.seeds), table, s2, convergence, notes, converged, reps[score]
+                    metric, design.method, group, len(y), len(config.seeds), table, s2, convergence, notes, converged,
+                    reps[score],
                 )
             )
     return SensitivityResult(str(root), design, out)

@@ -52,7 +52,8 @@ def indices_figure(metric: MetricSensitivity, path: Path) -> Path:
     ax.set_xticklabels([r.split(".")[-1] for r in rows], rotation=20)
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_ylabel("share of variance" if metric.method != "morris" else f"{metric.metric} per full range")
-    ax.set_title(f"{metric.metric}: {metric.method} indices, 95% intervals ({metric.units} units, {metric.seeds} seeds)")
+    size = f"{metric.units} units, {metric.seeds} seeds"
+    ax.set_title(f"{metric.metric}: {metric.method} indices, 95% intervals ({size})", fontsize="medium")
     ax.legend()
     return _save(fig, path)
 
@@ -114,7 +115,8 @@ def sensitivity_section(root: Path, metrics: Sequence[str], folder: Path, base: 
             path = draw(metric, folder / f"sensitivity_{kind}_{_slug(metric)}.png")
             caption = f"{metric.metric}: {kind}"
             src = esc(path.relative_to(base).as_posix())
-            parts.append(f"<figure><img src='{src}' alt='{esc(caption)}'><figcaption>{esc(caption)}</figcaption></figure>")
+            figure = f"<img src='{src}' alt='{esc(caption)}'><figcaption>{esc(caption)}</figcaption>"
+            parts.append(f"<figure>{figure}</figure>")
         for text in metric.warnings:
             parts.append(f"<div class='warning'>{esc(text)}</div>")
     return "\n".join(parts)

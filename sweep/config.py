@@ -65,7 +65,9 @@ __all__ = [
 #: The most cells a sweep (grid points x seeds) or one tuning trial (seeds x variants) may have.
 MAX_CELLS = 1_000_000
 
-_TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "sample", "seeds", "seed", "cell_timeout")
+_TOP_KEYS = (
+    "name", "description", "base", "grid", "grids", "zip", "exclude", "sample", "seeds", "seed", "cell_timeout"
+)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

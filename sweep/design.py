@@ -141,7 +141,8 @@ class Design:
 
         with warnings.catch_warnings():  # (balance warnings for n not a power of 2: said by parse_design)
             warnings.simplefilter("ignore", UserWarning)
-            base = qmc.Sobol(d=2 * d, scramble=True, seed=np.random.default_rng(self.seed)).random(n) if n else np.zeros((0, 2 * d))
+            sequence = qmc.Sobol(d=2 * d, scramble=True, seed=np.random.default_rng(self.seed))
+            base = sequence.random(n) if n else np.zeros((0, 2 * d))
         a, b = base[:, :d], base[:, d:]
         rows = [a]
         for i in range(d):  # AB_i: A with column i from B
@@ -204,7 +205,8 @@ def _flag(path: str, value: Any) -> bool:
 
 def _factor(path: str, key: str, given: Any) -> Factor:
     if not isinstance(given, Mapping):
-        raise SpecError(f"{path}: expected {{low: L, high: H[, log: true][, integer: true]}} or {{choices: [...]}}, got {given!r}")
+        expected = "{low: L, high: H[, log: true][, integer: true]} or {choices: [...]}"
+        raise SpecError(f"{path}: expected {expected}, got {given!r}")
     for name in given:
         if name not in _FACTOR_KEYS:
             raise SpecError(f"{path}.{name}: unknown key; valid keys: {', '.join(_FACTOR_KEYS)}")

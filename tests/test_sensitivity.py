@@ -43,7 +43,8 @@ class AnalyticNodes(Nodes):
 
     kind = "analytic_test"
     _x = Param(number_in(-4.0, 4.0, "a test input"), default=0.0, doc="test input")
-    params = {**Nodes.params, "x1": _x, "x2": _x, "x3": _x, "noise": Param(non_negative_number, default=0.0, doc="noise")}
+    noise = Param(non_negative_number, default=0.0, doc="the spread of the noisy metric's seed draw")
+    params = {**Nodes.params, "x1": _x, "x2": _x, "x3": _x, "noise": noise}
     EXTRA_METRICS = ("ishigami", "linear", "noisy")
 
     def __init__(self, nodes, tiers=1, *, x1=0.0, x2=0.0, x3=0.0, noise=0.0, seed=0, **rest):
@@ -227,16 +228,19 @@ def test_a_design_of_n_points_is_the_start_of_one_of_2n(method):
     assert all(isinstance(p["platform.nodes"], int) and 2 <= p["platform.nodes"] <= 64 for p in big.points())
 
 
+LOAD = {"workload.load": {"low": 0, "high": 1}}
+
+
 @pytest.mark.parametrize(
     "sample, message",
     [
-        ({"method": "grid", "n": 4, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.method: expected one of sobol"),
-        ({"method": "sobol", "n": 12, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.n: a Sobol design needs a power of 2 .* give 8 or 16"),
+        ({"method": "grid", "n": 4, "params": LOAD}, r"^sample.method: expected one of sobol"),
+        ({"method": "sobol", "n": 12, "params": LOAD}, r"^sample.n: a Sobol design needs a power of 2 .* give 8 or 16"),
         ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 1, "high": 0}}}, r"^sample.params.workload.load: expected low < high"),
-        ({"method": "sobol", "n": 8, "params": {"policy.name": {"low": 0, "high": 1}}}, r"^sample.params.policy.name: already an axis of the grid"),
-        ({"method": "morris", "n": 8, "levels": 3, "params": {"workload.load": {"low": 0, "high": 1}}}, r"^sample.levels: expected an even"),
-        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "lg": True}}}, r"^sample.params.workload.load.lg: unknown key"),
-        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "log": True}}}, r"^sample.params.workload.load.low: a log range needs low > 0"),
+        ({"method": "sobol", "n": 8, "params": {"policy.name": {"low": 0, "high": 1}}}, r"^sample.params.policy.name: already an axis"),
+        ({"method": "morris", "n": 8, "levels": 3, "params": LOAD}, r"^sample.levels: expected an even"),
+        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "lg": True}}}, r"^sample.params.workload.load.lg: unknown"),
+        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 0, "high": 1, "log": True}}}, r"^sample.params.workload.load.low: a log range"),
     ],
 )
 def test_bad_sample_sections_are_refused_with_the_key_path(sample, message):
