@@ -20,7 +20,8 @@ one seed is one workload at every point), so the seed is an input like the param
 rows give its share of the variance, its first-order share (how much the workload draw alone
 moves the metric) and its total share (the mean variance over seeds at one design point).
 Indices are shares of the variance over parameters *and* seeds, so the parameters' and the
-seed's shares are comparable.
+seed's shares are comparable (the seed's take the seeds as a sample of workloads: variances over
+seeds are unbiased estimates).
 
 A convergence check recomputes the indices at ``n/4`` and ``n/2`` of the units: where they
 still move by more than :data:`CONVERGED` between ``n/2`` and ``n``, or an interval is wider
@@ -211,7 +212,7 @@ def _sobol(y: np.ndarray, d: int, second: bool) -> dict[str, np.ndarray]:
     s1 = np.mean(b[..., :, None, :] * (ab - a[..., :, None, :]), axis=(-3, -1)) / v
     st = 0.5 * np.mean((a[..., :, None, :] - ab) ** 2, axis=(-3, -1)) / v
     out = {"S1": s1, "ST": st}
-    out.update(_seed_shares(both, total))
+    out.update(_seed_shares(both))
     if second:
         ba = y[..., :, d + 1 : 2 * d + 1, :]
         pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
@@ -223,17 +224,20 @@ def _sobol(y: np.ndarray, d: int, second: bool) -> dict[str, np.ndarray]:
     return out
 
 
-def _seed_shares(y: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
-    """The seed's first-order and total shares of ``total`` (the variance of ``y``, shape
-    (..., points, seeds)): the variance of the per-seed means (less what the finite number of
-    points adds to it) and the mean variance over seeds at one point."""
+def _seed_shares(y: np.ndarray) -> dict[str, np.ndarray]:
+    """The seed's first-order and total shares of the variance of ``y`` (shape (..., points,
+    seeds)), the seeds taken as a sample of workloads: the variance of the per-seed means less
+    what the finite number of points adds to it, and the mean variance over seeds at one point;
+    both over the variance of a run at a random point and seed (the variance over points of the
+    per-point means, less what the finite number of seeds adds to it, plus the second)."""
     seeds, points = y.shape[-1], y.shape[-2]
     if seeds < 2:
-        nan = np.full(total.shape, np.nan)
+        nan = np.full(y.shape[:-2], np.nan)
         return {"seed_S1": nan, "seed_ST": nan}
     within = y.var(axis=-1, ddof=1).mean(axis=-1)
-    means = y.mean(axis=-2)
-    first = means.var(axis=-1, ddof=1) - y.var(axis=-2, ddof=1).mean(axis=-1) / points
+    between = y.mean(axis=-1).var(axis=-1, ddof=1) - within / seeds
+    total = within + np.maximum(between, 0.0)
+    first = y.mean(axis=-2).var(axis=-1, ddof=1) - y.var(axis=-2, ddof=1).mean(axis=-1) / points
     with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
         return {"seed_S1": first / total, "seed_ST": within / total}
 
@@ -251,8 +255,7 @@ def _morris(y: np.ndarray, steps: np.ndarray, factors: np.ndarray, d: int) -> di
         "mu": flat.mean(axis=-1),
         "sigma": flat.std(axis=-1, ddof=1) if flat.shape[-1] > 1 else np.full(flat.shape[:-1], np.nan),
     }
-    points = y.reshape(*y.shape[:-3], -1, y.shape[-1])
-    out.update({"seed_ST": _seed_shares(points, points.var(axis=(-2, -1)))["seed_ST"]})
+    out["seed_ST"] = _seed_shares(y.reshape(*y.shape[:-3], -1, y.shape[-1]))["seed_ST"]
     return out
 
 
@@ -278,7 +281,7 @@ def _binned(y: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
                 share = share + np.where(count > 0, count / n * (sums / np.maximum(count, 1) - mean) ** 2, 0.0)
         s1.append(share / total)
     out = {"S1": np.stack(s1, axis=-1)}
-    out.update(_seed_shares(values, total))
+    out.update(_seed_shares(values))
     return out
 
 

@@ -45,7 +45,7 @@ class AnalyticNodes(Nodes):
     _x = Param(number_in(-4.0, 4.0, "a test input"), default=0.0, doc="test input")
     noise = Param(non_negative_number, default=0.0, doc="the spread of the noisy metric's seed draw")
     params = {**Nodes.params, "x1": _x, "x2": _x, "x3": _x, "noise": noise}
-    EXTRA_METRICS = ("ishigami", "linear", "noisy")
+    EXTRA_METRICS = ("ishigami", "linear", "noisy", "seed_only")
 
     def __init__(self, nodes, tiers=1, *, x1=0.0, x2=0.0, x3=0.0, noise=0.0, seed=0, **rest):
         super().__init__(nodes, tiers, seed=seed, **rest)
@@ -54,6 +54,7 @@ class AnalyticNodes(Nodes):
             "ishigami": ishigami(x1, x2, x3),
             "linear": linear,
             "noisy": linear + noise * seed_draw(seed),
+            "seed_only": noise * seed_draw(seed),
         }
 
     def extra_metrics(self, records, span_start, span_end):
@@ -163,9 +164,10 @@ def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
     assert linear.table.loc["seed", "ST"] == pytest.approx(0, abs=1e-12)  # the seed moves nothing in this metric
     # The noise is one draw per seed, at every design point alike (common random numbers): its
     # share is the variance over seeds at a point, here known exactly.
-    z = [seed_draw(s) for s in config.seeds]
+    # (The seeds are a sample of workloads: the noise's variance is estimated with ddof=1.)
+    z = np.var([seed_draw(s) for s in config.seeds], ddof=1)
     inputs = sum(c * c for c in LINEAR.values()) * (2 * PI) ** 2 / 12
-    expected = np.var(z, ddof=1) / (inputs + np.var(z))
+    expected = z / (inputs + z)
     assert noisy.table.loc["seed", "ST"] == pytest.approx(expected, rel=0.35)
     assert noisy.table.loc["seed", "ST_low"] <= noisy.table.loc["seed", "ST"] <= noisy.table.loc["seed", "ST_high"]
     assert "sobol design, n=32" in result.text()
@@ -176,8 +178,8 @@ def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path, capsys)
     screen = load_sweep_config(config_file(tmp_path, "morris", 10, seeds=3, name="screen"), ["workload.jobs=1"])
     run_sweep(screen, out, backend="serial", progress=False)
     assert run_sweep(screen, out, backend="serial", progress=False).computed == 0  # all stored
-    screening = analyse(out / "screen", metrics=["linear", "noisy"], resamples=300)
-    linear, noisy = screening.metrics
+    screening = analyse(out / "screen", metrics=["linear", "noisy", "seed_only"], resamples=300)
+    linear, noisy, seed_only = screening.metrics
     width = 2 * PI
     for key, c in LINEAR.items():
         # Elementary effects of a linear function are exact: |c| x the range, no spread, and
@@ -187,6 +189,9 @@ def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path, capsys)
             assert m.table.loc[key, "sigma"] == pytest.approx(0, abs=1e-9)
     assert noisy.table.loc["seed", "ST"] > 0 and linear.table.loc["seed", "ST"] == pytest.approx(0, abs=1e-12)
     assert linear.important(0.2) == ["platform.x1", "platform.x2"]
+    # A metric the workload draw alone moves: all of its variance is the seed's, none more.
+    assert seed_only.table.loc["seed", "ST"] == pytest.approx(1.0)
+    assert (seed_only.table.loc[list(LINEAR), "mu_star"] == 0).all()
     full = load_sweep_config(config_file(tmp_path, "sobol", 16, name="full"))
     run_sweep(full, out, backend="serial", progress=False)
     (confirmed,) = analyse(out / "full", metrics=["linear"], resamples=300).metrics
