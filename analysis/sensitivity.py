@@ -226,18 +226,20 @@ def _sobol(y: np.ndarray, d: int, second: bool) -> dict[str, np.ndarray]:
 
 def _seed_shares(y: np.ndarray) -> dict[str, np.ndarray]:
     """The seed's first-order and total shares of the variance of ``y`` (shape (..., points,
-    seeds)), the seeds taken as a sample of workloads: the variance of the per-seed means less
-    what the finite number of points adds to it, and the mean variance over seeds at one point;
-    both over the variance of a run at a random point and seed (the variance over points of the
-    per-point means, less what the finite number of seeds adds to it, plus the second)."""
-    seeds, points = y.shape[-1], y.shape[-2]
-    if seeds < 2:
+    seeds)), the seeds taken as a sample of workloads (variances over seeds with ddof=1).
+
+    Every point ran under the same seeds (common random numbers), so the per-seed means over
+    the points differ by the seed's effect alone (the points' own variation is the same in
+    each), and the per-point means over the seeds by the parameters' alone: first-order share
+    = the variance of the per-seed means, total share = the mean variance over seeds at one
+    point, each over the variance of a run (the second plus the variance of the per-point
+    means)."""
+    if y.shape[-1] < 2:
         nan = np.full(y.shape[:-2], np.nan)
         return {"seed_S1": nan, "seed_ST": nan}
     within = y.var(axis=-1, ddof=1).mean(axis=-1)
-    between = y.mean(axis=-1).var(axis=-1, ddof=1) - within / seeds
-    total = within + np.maximum(between, 0.0)
-    first = y.mean(axis=-2).var(axis=-1, ddof=1) - y.var(axis=-2, ddof=1).mean(axis=-1) / points
+    total = within + y.mean(axis=-1).var(axis=-1, ddof=1)
+    first = y.mean(axis=-2).var(axis=-1, ddof=1)
     with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
         return {"seed_S1": first / total, "seed_ST": within / total}
 

@@ -169,6 +169,8 @@ def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
     inputs = sum(c * c for c in LINEAR.values()) * (2 * PI) ** 2 / 12
     expected = z / (inputs + z)
     assert noisy.table.loc["seed", "ST"] == pytest.approx(expected, rel=0.35)
+    # An additive draw: the seed acts alone, so its first-order share is its total share.
+    assert noisy.table.loc["seed", "S1"] == pytest.approx(noisy.table.loc["seed", "ST"])
     assert noisy.table.loc["seed", "ST_low"] <= noisy.table.loc["seed", "ST"] <= noisy.table.loc["seed", "ST_high"]
     assert "sobol design, n=32" in result.text()
 
