@@ -18,7 +18,7 @@ import pytest
 from tiersweep.analysis import find_results
 from tiersweep.analysis.sensitivity import analyse, compare_rankings
 from tiersweep.cli import main
-from tiersweep.core.errors import SpecError
+from tiersweep.core.errors import SpecError, TiersweepError
 from tiersweep.core.params import Param, non_negative_number, number_in
 from tiersweep.core.platforms import PLATFORMS, Nodes, register_platform
 from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
@@ -173,6 +173,8 @@ def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
     assert noisy.table.loc["seed", "S1"] == pytest.approx(noisy.table.loc["seed", "ST"])
     assert noisy.table.loc["seed", "ST_low"] <= noisy.table.loc["seed", "ST"] <= noisy.table.loc["seed", "ST_high"]
     assert "sobol design, n=32" in result.text()
+    with pytest.raises(TiersweepError, match="second-order indices need sample.second_order: true"):
+        analyse(out / "sobol", metrics=["linear"], second_order=True)
 
 
 def test_morris_screening_on_short_runs_confirmed_at_full_size(tmp_path, capsys):
@@ -284,3 +286,16 @@ def test_the_report_and_the_notebook_of_a_sampled_design(tmp_path, monkeypatch, 
     exec(compile("".join(cell["source"]), str(notebook), "exec"), namespace)  # noqa: S102 - the project's own notebook
     assert namespace["screening"].root == str(folder)
     assert "morris design, n=4" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_second_order_indices_of_ishigami(tmp_path):
+    # Ishigami's only interaction is x1 x x3: S13 = ST1 - S1 = 0.2437, S12 = S23 = 0.
+    out = tmp_path / "out"
+    path = config_file(tmp_path, "sobol", 128, extra="  second_order: true")
+    run_sweep(load_sweep_config(path), out, backend="serial", progress=False)
+    (m,) = analyse(out / "sobol", metrics=["ishigami"], second_order=True, resamples=500, confidence=0.99).metrics
+    x1, x2, x3 = LINEAR
+    expected = {(x1, x2): 0.0, (x1, x3): 0.2437, (x2, x3): 0.0}
+    for row in m.second_order.itertuples():
+        assert row.S2_low <= expected[(row.a, row.b)] <= row.S2_high, row
