@@ -342,7 +342,7 @@ def _estimate(method: str, y: np.ndarray, u: np.ndarray, design: Design, second:
 def _bootstrap(method: str, y, u, design, second, resamples: int, rng) -> dict[str, np.ndarray]:
     """Bootstrap replicates of every estimate (units resampled), in chunks to bound memory."""
     n = y.shape[0]
-    chunk = max(1, 4_000_000 // max(1, y[0].size * 2))
+    chunk = max(1, 4_000_000 // max(1, y.size + u.size))  # (some 4 million resampled values at once)
     parts: list[dict[str, np.ndarray]] = []
     done = 0
     while done < resamples:
