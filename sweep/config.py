@@ -371,6 +371,10 @@ def expand(config: SweepConfig) -> list[Cell]:
             choices.append([dict(zip(keys, values)) for values in zip(*axis.values())])
         points.extend(itertools.product(*choices) if choices else [()])
     if config.design is not None:
+        first: dict[str, Any] = {}
+        for part in points[0]:
+            first.update(part)
+        _check_design(config, first)
         sampled = config.design.points()
         points = [(*combination, design_point) for combination in points for design_point in sampled]
     cells: list[Cell] = []
@@ -412,6 +416,40 @@ def expand(config: SweepConfig) -> list[Cell]:
     if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)
         raise SpecError("exclude: the rules drop every grid point, so the sweep has no cells to run")
     return cells
+
+
+def _check_design(config: SweepConfig, point: Mapping[str, Any]) -> None:
+    """Refuse a sampled parameter whose range ends (or one of whose choices) the spec does not
+    accept at grid ``point`` though its middle is accepted there, naming the config key, before
+    the design's points fail one by one with their own values (any other error is left to
+    the cells' own validation).
+
+    Raises:
+        SpecError: ``sample.params.KEY.low`` (``high``, ``choices[i]``): the spec's error.
+    """
+    assert config.design is not None
+    spec = dict(config.base)
+    for key, value in point.items():
+        spec = set_key(spec, key, value)
+
+    def error_at(key: str, value: Any) -> str | None:
+        try:
+            validate_spec(set_key(spec, key, value))
+        except SpecError as error:
+            return str(error)
+        return None
+
+    for factor in config.design.factors:
+        if factor.choices is None:
+            if error_at(factor.key, factor.value(0.5)) is not None:
+                continue
+            ends = {"low": factor.value(0.0), "high": factor.value(1.0)}
+        else:
+            ends = {f"choices[{i}]": choice for i, choice in enumerate(factor.choices)}
+        for name, value in ends.items():
+            error = error_at(factor.key, value)
+            if error is not None:
+                raise SpecError(f"sample.params.{factor.key}.{name}: {value!r} is not a valid value: {error}")
 
 
 def _check_trace(trace: str) -> None:

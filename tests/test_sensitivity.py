@@ -315,3 +315,20 @@ def test_second_order_indices_of_ishigami(tmp_path):
     expected = {(x1, x2): 0.0, (x1, x3): 0.2437, (x2, x3): 0.0}
     for row in m.second_order.itertuples():
         assert row.S2_low <= expected[(row.a, row.b)] <= row.S2_high, row
+
+
+def test_a_sampled_range_the_spec_refuses_is_named_by_its_end(tmp_path):
+    config = parse_sweep_config(
+        {"name": "d", "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4}},
+         "sample": {"method": "sobol", "n": 4, "params": {"platform.migration_cost": {"low": -100, "high": 100}}}}
+    )
+    with pytest.raises(SpecError, match=r"^sample.params.platform.migration_cost.low: -100.0 is not a valid value: "
+                       r"platform.migration_cost: expected a non-negative number"):
+        expand(config)
+    # A parameter valid only with the grid's values is checked with them.
+    fine = parse_sweep_config(
+        {"name": "d", "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4, "tiers": 2}},
+         "grid": {"policy.name": ["smcbf"]},
+         "sample": {"method": "sobol", "n": 4, "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}}}}
+    )
+    assert len(expand(fine)) == 4 * 2  # (with one parameter AB_1 is B: the same cell, stored once)
