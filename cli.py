@@ -378,6 +378,29 @@ def build_parser() -> argparse.ArgumentParser:
         "policy [the first grid point and seed]",
     )
 
+    sensitivity = sub.add_parser(
+        "sensitivity",
+        help="Sobol or Morris indices of a sampled design, with intervals",
+        description="Per metric: first-order and total Sobol indices (or Morris mu* and sigma) of a sweep whose "
+        "config has a 'sample:' section, each with a bootstrap interval, the seed's share of the variance, a "
+        "convergence check (n/4, n/2, n) and warnings.",
+    )
+    sensitivity.add_argument("root", metavar="OUT/NAME", help="a sampled design's results folder")
+    sensitivity.add_argument(
+        "--metric", action="append", dest="metrics", help="a run metric (repeatable) [mean_bsld, utilization]"
+    )
+    sensitivity.add_argument("--second-order", action="store_true", help="also second-order Sobol indices")
+    sensitivity.add_argument(
+        "--resamples",
+        type=whole_number(10, 100_000, "each resample recomputes every index"),
+        default=1000,
+        help="bootstrap resamples per interval [%(default)s]",
+    )
+    sensitivity.add_argument(
+        "--screening", metavar="OUT/NAME", help="a Morris screening's results folder: check that its ranking holds here"
+    )
+    sensitivity.add_argument("--csv", help="also write the indices to this CSV file")
+
     compact_parser = sub.add_parser(
         "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
     )
@@ -558,6 +581,17 @@ def _main(argv: Sequence[str] | None) -> int:
                 raise TiersweepError(str(error)) from None
             print(f"report: {page}")
             return 0
+        if args.command == "sensitivity":
+            from .analysis.sensitivity_command import sensitivity_command
+
+            return sensitivity_command(
+                args.root,
+                args.metrics,
+                second_order=args.second_order,
+                resamples=args.resamples,
+                screening=args.screening,
+                csv=args.csv,
+            )
         if args.command == "compact":
             from .sweep.sweep_command import compact_command
 

@@ -3,7 +3,9 @@
 The page (``index.html``) holds, in this order: a warning when a grid point has fewer than three
 seeds; the summary table (per grid point, in the config's order, the sweep summary's metrics and
 the figures' metrics that vary: mean and 95 % interval over seeds, four significant digits);
-the failed cells; the figures; the versions and provenance of the rows; and every config run
+the failed cells; for a sampled design (``sample:``), the sensitivity section (indices with
+intervals and their convergence, :mod:`~tiersweep.analysis.sensitivity_report`); the figures;
+the versions and provenance of the rows; and every config run
 into the folder as the YAML the user wrote, with its ``--set`` values.
 
 A grid point is one set of inputs: rows under one grid point that differ in another input (a
@@ -42,6 +44,7 @@ from ..sweep.points import point_columns, repeated_seeds
 from ..sweep.store import read_configs, read_manifest
 from .load import load
 from .plots import LABELS, gantt, log_axes, metric_grid, utilisation_over_time, utilisation_vs_occupancy
+from .sensitivity_report import sampled_keys, sensitivity_section
 from .stats import POLICY, SEED, FewSeedsWarning, few_seeds_warning, summary
 
 __all__ = ["write_report", "REPORT_METRICS", "format_number", "parse_window", "parse_assignments"]
@@ -308,8 +311,12 @@ def write_report(
     # summary would otherwise repeat it.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewSeedsWarning)
-        figures += _metric_figures(ok, axes, by, metrics, policies, figures_dir)
-        figures += _occupancy_figures(ok, axes, figures_dir)
+        # A sampled design's parameters are no axes to draw curves along (its points scatter
+        # over all of them at once): the sensitivity section shows what they do.
+        sampled = sampled_keys(config)
+        drawn = [a for a in axes if a not in sampled]
+        figures += _metric_figures(ok, drawn, by, metrics, policies, figures_dir)
+        figures += _occupancy_figures(ok, drawn, figures_dir)
         figures += _gantt_figures(segments, charted, varying, by, figures_dir, window)
         figures += _tuning_figures(root, figures_dir, config, ok)
         table_metrics = _table_metrics(ok, metrics)
@@ -320,7 +327,8 @@ def write_report(
         on_warning(warning)
     constant = [m for m in metrics if _constant(ok[m])]
     page = out / "index.html"
-    write_atomic(page, _html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent))
+    section = sensitivity_section(root, metrics, figures_dir, page.parent) if sampled else ""
+    write_atomic(page, _html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent, section))
     return page
 
 
@@ -626,6 +634,7 @@ def _html(
     constant: list[str],
     ok: pd.DataFrame,
     base: Path,
+    sensitivity: str = "",
 ) -> str:
     failed = runs[runs["status"] != "ok"]
     versions = {col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs}
@@ -645,6 +654,8 @@ def _html(
     parts.append(_summary_html(table, keys))
     if len(failed):
         parts += ["<h2>Failed cells</h2>", failed[["cell_id", "error"]].to_html(index=False, escape=True)]
+    if sensitivity:
+        parts.append(sensitivity)
     parts.append("<h2>Figures</h2>")
     if constant:
         same = "; ".join(f"{LABELS.get(m, m)} = {format_number(ok[m].dropna().iloc[0])}" for m in constant)

@@ -13,13 +13,15 @@
       - {policy.name: easy, workload.load: 1.0}
     # grids: [{...}, {...}]    # instead of grid: the union of several grids (one-at-a-time
     #                          # sensitivity studies); zip groups apply to each
+    # sample: {method: sobol, n: 64, params: {workload.load: {low: 0.6, high: 1.0}}}
+    #                          # a sampled design beside the grid (see tiersweep.sweep.design)
     seeds: 2                   # or a list of seeds [1, 2, 3]
     seed: 0                    # the sweep seed that a count of seeds derives from
     cell_timeout: 600          # seconds after which a cell is stopped and stored as failed
     #                          # (0: none; default: from each cell's expected cost)
 
 The cells are the cartesian product of the grid axes and the zip groups (each group one
-axis), times the seeds, less the exclusions; each is validated as a run spec before anything
+axis), times the points of the sampled design (if any), times the seeds, less the exclusions; each is validated as a run spec before anything
 runs, and errors name the config key path and the cells (every invalid cell, grouped by error,
 with what to change).
 
@@ -44,6 +46,7 @@ from ..core.spec import canonical_key, plan_run, set_key
 from ..core.workloads.swf import not_a_regular_file
 
 from .cells import Cell, cell_id, replicate_seed, trace_digest
+from .design import Design, parse_design
 from .specfile import apply_overrides, check_kind, file_folder, parse_override, read_spec_file, resolve_key_traces, resolve_spec_traces
 
 __all__ = [
@@ -62,7 +65,9 @@ __all__ = [
 #: The most cells a sweep (grid points x seeds) or one tuning trial (seeds x variants) may have.
 MAX_CELLS = 1_000_000
 
-_TOP_KEYS = ("name", "description", "base", "grid", "grids", "zip", "exclude", "seeds", "seed", "cell_timeout")
+_TOP_KEYS = (
+    "name", "description", "base", "grid", "grids", "zip", "exclude", "sample", "seeds", "seed", "cell_timeout"
+)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -89,6 +94,8 @@ class SweepConfig:
     #: Seconds after which a cell is stopped and stored as failed (0: no limit; None: each
     #: cell's default from its expected cost). How the sweep runs, not what it computes.
     cell_timeout: float | None = field(default=None, compare=False)
+    #: The sampled design (``sample:``), crossed with every grid point; None without one.
+    design: Design | None = None
 
     @property
     def axis_sets(self) -> list[list[dict[str, list[Any]]]]:
@@ -179,6 +186,8 @@ def override_base(config: SweepConfig, overrides: Sequence[str], source: str = "
         for axis in axes:
             for key in axis:
                 varied.setdefault(key, "zip" if key in zipped else "grid" if config.grids is None else f"grids[{g}]")
+    for key in config.design.keys if config.design is not None else ():
+        varied.setdefault(key, "sample")
     check_override_keys(overrides, varied, "seeds" in config.raw)
     base = apply_overrides(dict(config.raw["base"]), overrides, folder=os.getcwd())
     changed = parse_sweep_config({**config.raw, "base": base}, source=source)
@@ -271,13 +280,16 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
                 raise SpecError(f"exclude[{i}].{key}: not an axis of the grid; axes: {', '.join(sorted(seen))}")
         exclude.append({canonical_key(k): (v if isinstance(v, list) else [v]) for k, v in rule.items()})
     seeds = parse_seeds(raw, base)
+    design = parse_design(raw["sample"], seen) if "sample" in raw else None
+    sampled = design.size if design is not None else 1
     # Refuse an absurd grid before expanding it: a count of a billion seeds (or a product of
     # long axes) would otherwise build cells until memory runs out, with no message.
     count = sum(math.prod(len(next(iter(axis.values()))) for axis in these + zip_axes) for these in grid_axes)
-    if count * len(seeds) > MAX_CELLS:
+    if count * sampled * len(seeds) > MAX_CELLS:
+        times = f" x {sampled:,} design points" if design is not None else ""
         raise SpecError(
-            f"{source}: the grid has {count:,} points x {len(seeds):,} seeds = {count * len(seeds):,} cells, "
-            f"more than {MAX_CELLS:,}; split the study into several sweeps"
+            f"{source}: the grid has {count:,} points{times} x {len(seeds):,} seeds = {count * sampled * len(seeds):,} "
+            f"cells, more than {MAX_CELLS:,}; split the study into several sweeps"
         )
     description = raw.get("description", "")
     axis_sets = [these + zip_axes for these in grid_axes]
@@ -286,7 +298,8 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     if timeout is not None:
         check_cell_timeout(timeout, "cell_timeout")
     return SweepConfig(
-        name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids, cell_timeout=timeout
+        name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids, cell_timeout=timeout,
+        design=design,
     )
 
 
@@ -339,7 +352,7 @@ _DIAGNOSIS_BUDGET = 200_000
 
 def expand(config: SweepConfig) -> list[Cell]:
     """The cells of a sweep, in a fixed order: grid points (grid by grid; axes in config order,
-    last axis fastest), then seeds; excluded points dropped; cells with the same canonical spec
+    last axis fastest), then the sampled design's points (in design order), then seeds; excluded points dropped; cells with the same canonical spec
     kept once.
 
     Every grid point is validated before the error is raised, so that one message reports every
@@ -357,6 +370,13 @@ def expand(config: SweepConfig) -> list[Cell]:
             keys = list(axis)
             choices.append([dict(zip(keys, values)) for values in zip(*axis.values())])
         points.extend(itertools.product(*choices) if choices else [()])
+    if config.design is not None:
+        first: dict[str, Any] = {}
+        for part in points[0]:
+            first.update(part)
+        _check_design(config, first)
+        sampled = config.design.points()
+        points = [(*combination, design_point) for combination in points for design_point in sampled]
     cells: list[Cell] = []
     seen: set[str] = set()
     kept: list[dict[str, Any]] = []  # the points left after the exclusions
@@ -397,6 +417,40 @@ def expand(config: SweepConfig) -> list[Cell]:
     if not cells:  # (axes and seeds are never empty: only the exclusions can remove every cell)
         raise SpecError("exclude: the rules drop every grid point, so the sweep has no cells to run")
     return cells
+
+
+def _check_design(config: SweepConfig, point: Mapping[str, Any]) -> None:
+    """Refuse a sampled parameter whose range ends (or one of whose choices) the spec does not
+    accept at grid ``point`` though its middle is accepted there, naming the config key, before
+    the design's points fail one by one with their own values (any other error is left to
+    the cells' own validation).
+
+    Raises:
+        SpecError: ``sample.params.KEY.low`` (``high``, ``choices[i]``): the spec's error.
+    """
+    assert config.design is not None
+    spec = dict(config.base)
+    for key, value in point.items():
+        spec = set_key(spec, key, value)
+
+    def error_at(key: str, value: Any) -> str | None:
+        try:
+            validate_spec(set_key(spec, key, value))
+        except SpecError as error:
+            return str(error)
+        return None
+
+    for factor in config.design.factors:
+        if factor.choices is None:
+            if error_at(factor.key, factor.value(0.5)) is not None:
+                continue
+            ends = {"low": factor.value(0.0), "high": factor.value(1.0)}
+        else:
+            ends = {f"choices[{i}]": choice for i, choice in enumerate(factor.choices)}
+        for name, value in ends.items():
+            error = error_at(factor.key, value)
+            if error is not None:
+                raise SpecError(f"sample.params.{factor.key}.{name}: {value!r} is not a valid value: {error}")
 
 
 def _check_trace(trace: str) -> None:

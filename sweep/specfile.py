@@ -183,7 +183,7 @@ def resolve_key_traces(key: Any, value: Any, folder: str | Path) -> Any:
 
 #: Keys only a tuning config has, and keys only a sweep config has (both have name and base).
 _TUNE_ONLY = ("params", "objective", "variants", "trials", "parallel", "sampler", "study")
-_SWEEP_ONLY = ("grid", "grids", "zip", "exclude")
+_SWEEP_ONLY = ("grid", "grids", "zip", "exclude", "sample")
 _KINDS = {"run": ("a run spec", "run"), "sweep": ("a sweep config", "sweep"), "tune": ("a tuning config", "tune")}
 
 

@@ -171,9 +171,15 @@ def make_world(root: Path) -> World:
         "params": {"platform.migration_cost": {"low": 0, "high": 50}}, "objective": {"mean_bsld": "minimize"},
         "seeds": 1, "trials": 1, "sampler": {"name": "random", "seed": 0},
     }))
+    sampled = root / "sampled.yaml"
+    sampled.write_text(yaml.safe_dump({
+        "name": "m", "base": {"workload": {**model, "jobs": 10}, "platform": platform, "policy": {"name": "amcbf"}},
+        "sample": {"method": "morris", "n": 2, "params": {"workload.load": {"low": 0.5, "high": 1.0}}}, "seeds": 1,
+    }))
     results = root / "results"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["sweep", str(sweep), "--backend", "serial", "--out", str(results)]) == 0
+        assert main(["sweep", str(sampled), "--backend", "serial", "--out", str(results)]) == 0
     swf = root / "log.swf"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["workload", "generate", "jann97", "--jobs", "30", "--out", str(swf)]) == 0
@@ -197,6 +203,7 @@ def make_world(root: Path) -> World:
         "tune": ["tune", str(tune), "--backend", "serial", "--no-plots", "--out", out],
         "report": ["report", str(results / "s"), "--out", str(root / "report")],
         "compact": ["compact", str(results / "s")],
+        "sensitivity": ["sensitivity", str(results / "m"), "--resamples", "20", "--metric", "mean_bsld"],
         "workload generate": ["workload", "generate", "feitelson96", "--jobs", "30", "--out", str(root / "gen.swf")],
         "workload describe": ["workload", "describe", str(spec)],
         "bench": ["bench", "--traces", str(root / "folder")],

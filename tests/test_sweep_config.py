@@ -254,7 +254,7 @@ def test_seeds_change_cell_ids():
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({**small_raw(), "gird": {}}, r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, seeds, seed, cell_timeout$"),
+        ({**small_raw(), "gird": {}}, r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, sample, seeds, seed, cell_timeout$"),
         ({k: v for k, v in small_raw().items() if k != "name"}, r"^name: expected a name of letters, digits.*got None"),
         (small_raw(name="../escape"), r"^name: expected a name.*got '\.\./escape'"),
         (small_raw(name="a b"), r"^name: expected a name"),
