@@ -36,6 +36,7 @@ from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .platforms.base import BasePlatform
 from .policies.base import BasePolicy
+from .segments import Segment
 
 __all__ = ["Engine", "FINISH", "RESTORE", "ARRIVAL"]
 
@@ -106,10 +107,9 @@ class Engine:
         self.policy = policy
         self.migration_cost = float(migration_cost)
         self.observer = observer
-        #: With ``record_segments``: ``(job_id, tier, start, end, nodes, how it ended)`` for
-        #: every stay of a job on its VMs, ``how`` being ``finish``, ``suspend``, ``kill`` or
-        #: ``move``.
-        self.segments: list[tuple[int, int, float, float, tuple[int, ...], str]] | None = [] if record_segments else None
+        #: With ``record_segments``: a :class:`~.segments.Segment` for every stay of a job on
+        #: its VMs.
+        self.segments: list[Segment] | None = [] if record_segments else None
         self.now = -math.inf
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
@@ -405,7 +405,7 @@ class Engine:
     def _close_segment(self, job: Job, how: str) -> None:
         job.tier_time[job.tier] += self.now - job.segment_time
         if self.segments is not None:
-            self.segments.append((job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
+            self.segments.append(Segment(job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
         job.segment_time = math.nan
 
     def _bring_up_to_date(self, job: Job) -> None:

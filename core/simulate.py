@@ -12,14 +12,12 @@ from .engine import Engine
 from .metrics import job_records, run_metrics
 from .platforms import make_platform, platform_class
 from .policies import make_policy
+from .segments import segment_columns
 from .spec import validate_spec
 from .version import MODEL_VERSION
 from .workloads.build import build_workload
 
-__all__ = ["RunResult", "simulate", "RUN_EXTRA_METRICS"]
-
-#: Metrics :func:`simulate` adds to :func:`tiersweep.core.metrics.run_metrics`'s.
-RUN_EXTRA_METRICS = ("dropped", "offered_load", "load_scale")
+__all__ = ["RunResult", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -35,9 +33,8 @@ class RunResult:
         end_time: The simulated time of the last event.
         wall_seconds: Wall-clock seconds the run took, workload loading included.
         model_version: :data:`tiersweep.core.version.MODEL_VERSION` of the code that ran it.
-        segments: With ``record_segments``: one row per stay of a job on its VMs (columns
-            ``job_id``, ``tier``, ``start_time``, ``end_time``, ``nodes`` (tuple), ``end``
-            (finish, suspend, kill or move)); else None.
+        segments: With ``record_segments``: one row per stay of a job on its VMs, as columns
+            (:func:`~tiersweep.core.segments.segment_columns`); else None.
     """
 
     spec: dict[str, Any]
@@ -95,10 +92,5 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
         jobs=records,
         end_time=engine.now if jobs else 0.0,
         wall_seconds=time.perf_counter() - started,
-        segments=_segment_columns(engine.segments) if record_segments else None,
+        segments=segment_columns(engine.segments) if record_segments else None,
     )
-
-
-def _segment_columns(segments: list[tuple]) -> dict[str, list]:
-    names = ("job_id", "tier", "start_time", "end_time", "nodes", "end")
-    return {name: [row[i] for row in segments] for i, name in enumerate(names)}

@@ -17,18 +17,19 @@ import os
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..core.errors import TiersweepError
 
 from .batch import failed_outcomes, run_batch
+from .records import Outcome, Task
 from .redact import redact
 from .reaper import owner_marker, settled, start_reaper
 
 __all__ = ["Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend", "BACKENDS"]
 
-Tasks = Sequence[Mapping[str, Any]]
-Outcomes = list[dict[str, Any]]
+Tasks = Sequence[Task]
+Outcomes = list[Outcome]
 
 
 class Backend(ABC):
