@@ -149,6 +149,7 @@ CATALOGUE: tuple[Metric, ...] = (
     # Per-run metrics (run_metrics).
     Metric("jobs", RUN, "int64", "jobs"),
     *_statistics(),
+    Metric("p95_wait", RUN, label="95th-percentile wait (s)"),
     Metric("migrations_per_job", RUN, label="migrations per job", summary=4, report=3),
     Metric("kills_per_job", RUN, label="kills per job"),
     Metric("lost_work", RUN, label="work lost to kills (CPU-s)"),

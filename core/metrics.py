@@ -152,7 +152,7 @@ def run_metrics(
         lost_work: The engine's :attr:`~tiersweep.core.engine.Engine.lost_work`.
 
     Returns:
-        ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
+        ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``, ``p95_wait``,
         ``migrations_per_job``, ``kills_per_job``, ``lost_work`` (CPU-seconds discarded by
         kills), ``utilization``, ``makespan``, ``span_start_time``, ``accept_rate`` (share of
         jobs not turned away; the other metrics are over the accepted jobs) and
@@ -166,6 +166,8 @@ def run_metrics(
         records = {key: values[accepted] for key, values in records.items()}
     for name in STAT_COLUMNS:
         metrics.update(_stats(name, records[name]))
+    # The tail a user waits in: 1 job in 20 waits longer.
+    metrics["p95_wait"] = _percentile(records["wait"], 95) if len(records["wait"]) else float("nan")
     metrics["accept_rate"] = float(accepted.mean()) if n else float("nan")
     # A killed job ran again, so it was accepted: kills are counted per accepted job.
     metrics["kills_per_job"] = kills / int(accepted.sum()) if accepted.any() else float("nan")

@@ -25,6 +25,7 @@ from tiersweep.core.metric_catalogue import (
     metric_names,
     run_columns,
 )
+from tiersweep.core.metrics import run_metrics
 from tiersweep.core.platforms import PLATFORMS
 from tiersweep.sweep import driver
 from tiersweep.sweep.driver import run_sweep
@@ -115,3 +116,13 @@ def test_names_are_unique_and_shown_places_distinct():
 def test_a_bad_entry_is_refused_naming_it(changes, message):
     with pytest.raises(ValueError, match=f"metric m: {message}"):
         Metric(**{"name": "m", "scope": RUN, **changes})
+
+
+def test_p95_wait_is_the_95th_percentile_of_the_accepted_jobs_waits(result):
+    wait = result.jobs["wait"][np.isfinite(result.jobs["finish_time"])]
+    assert result.metrics["p95_wait"] == np.percentile(wait, 95)
+    assert result.metrics["p90_wait"] <= result.metrics["p95_wait"] <= wait.max()
+    assert "p95_wait" in metric_names(1) and dtype_of("p95_wait") == "float64"
+    assert plots.LABELS["p95_wait"] == "95th-percentile wait (s)"
+    turned_away = {**result.jobs, "finish_time": np.full(len(result.jobs["job_id"]), np.nan)}
+    assert np.isnan(run_metrics(turned_away, 64)["p95_wait"])
