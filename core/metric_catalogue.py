@@ -39,6 +39,7 @@ __all__ = [
     "entry",
     "dtype_of",
     "label_of",
+    "is_fraction",
     "metric_names",
     "job_columns",
     "run_columns",
@@ -66,6 +67,9 @@ class Metric:
             shown). The report's summary table starts with the same columns.
         report: Its place among the metrics the report draws against each grid axis and adds
             to its table when they vary (1 first; 0: not drawn).
+        fraction: Whether its values are bounded in [0, 1] (a share of time, capacity or
+            jobs): its intervals over seeds are then taken on the logit scale. The bound cannot
+            be read from the data (a mean wait of 0.4 s is no fraction), hence declared.
         source: What computes it: :data:`METRICS`, :data:`SIMULATE`, :data:`WORKLOAD` or a
             platform's kind (one of its ``EXTRA_METRICS``).
     """
@@ -76,6 +80,7 @@ class Metric:
     label: str = ""
     summary: int = 0
     report: int = 0
+    fraction: bool = False
     source: str = METRICS
 
     def __post_init__(self) -> None:
@@ -153,18 +158,21 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("migrations_per_job", RUN, label="migrations per job", summary=4, report=3),
     Metric("kills_per_job", RUN, label="kills per job"),
     Metric("lost_work", RUN, label="work lost to kills (CPU-s)"),
-    Metric("utilization", RUN, label="utilisation", summary=3, report=4),
+    Metric("utilization", RUN, label="utilisation", summary=3, report=4, fraction=True),
     Metric("makespan", RUN, label="makespan (s)"),
     Metric("span_start_time", RUN, label="first submission (s)"),
-    Metric("accept_rate", RUN, label="accept rate", report=5),
-    Metric("tier{t}_share", RUN, label="share of VM-seconds in tier {t}"),
+    Metric("accept_rate", RUN, label="accept rate", report=5, fraction=True),
+    Metric("tier{t}_share", RUN, label="share of VM-seconds in tier {t}", fraction=True),
     # What simulate adds, and the workload rules' counts.
     Metric("dropped", RUN, "int64", "jobs dropped", source=SIMULATE),
     Metric("offered_load", RUN, label="offered load (measured)", source=SIMULATE),
     Metric("load_scale", RUN, label="load scale", source=SIMULATE),
     Metric("report.*", RUN, "int64", source=WORKLOAD),
-    # Platforms' own metrics that are shown.
-    Metric("efficiency", RUN, label="efficiency", report=8, source="shared_vms"),
+    # Platforms' own metrics that are shown, or fractions.
+    Metric("efficiency", RUN, label="efficiency", report=8, fraction=True, source="shared_vms"),
+    Metric("occupancy", RUN, label="occupancy", fraction=True, source="shared_vms"),
+    Metric("util_at_occ_*", RUN, fraction=True, source="shared_vms"),
+    Metric("time_at_occ_*", RUN, fraction=True, source="shared_vms"),
 )
 
 
@@ -189,6 +197,12 @@ def dtype_of(name: str) -> str:
     """The stored type of column ``name``: its entry's, ``float64`` for an uncatalogued one."""
     found = entry(name)
     return found.dtype if found is not None else "float64"
+
+
+def is_fraction(name: str) -> bool:
+    """Whether column ``name`` is catalogued as bounded in [0, 1]."""
+    found = entry(name)
+    return found is not None and found.fraction
 
 
 def label_of(name: str) -> str:
