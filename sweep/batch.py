@@ -44,7 +44,16 @@ def task_for(cell: Cell, sweep: str, time_limit: float | None = None) -> Task:
     if trace is not None and not os.path.isabs(trace):
         # Workers may start elsewhere: run with the absolute path, store the path as given.
         run_spec = {**spec, "workload": {**spec["workload"], "trace": os.path.abspath(trace)}}
-    return Task(cell.index, cell.cell_id, sweep, spec, run_spec, cell.replicate, cell.trace_sha256, time_limit)
+    return Task(
+        index=cell.index,
+        cell_id=cell.cell_id,
+        sweep=sweep,
+        spec=spec,
+        run_spec=run_spec,
+        replicate=cell.replicate,
+        trace_sha256=cell.trace_sha256,
+        time_limit=time_limit,
+    )
 
 
 def _base_row(task: Task, version: str, host: str) -> dict[str, Any]:
