@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..core.metric_catalogue import METRIC_LABELS
 from ..core.safe_files import save_figure
 from .stats import POLICY, summary
 
@@ -36,20 +37,12 @@ __all__ = [
 
 #: Paper 000 figures 3-4: response time, bounded slowdown, migrations per job, utilisation.
 PAPER000_METRICS = ("mean_response", "mean_bsld", "migrations_per_job", "utilization")
-#: Axis labels of common columns.
+#: Axis labels of common columns: the metric catalogue's, and those of common grid axes.
 LABELS = {
-    "mean_response": "mean response time (s)",
-    "mean_wait": "mean wait (s)",
-    "mean_bsld": "mean bounded slowdown",
-    "migrations_per_job": "migrations per job",
-    "utilization": "utilisation",
-    "accept_rate": "accept rate",
+    **METRIC_LABELS,
     "workload.load": "offered load",
     "platform.migration_cost": "migration cost (s)",
     "workload.cpu_accuracy": "CPU-estimate accuracy",
-    "median_xf": "median expansion factor",
-    "p90_xf": "90th-percentile expansion factor",
-    "makespan": "makespan (s)",
 }
 #: How a Gantt chart marks a stay that ended other than by finishing or moving.
 _END_MARKERS = {"suspend": "x", "kill": "v"}

@@ -38,6 +38,7 @@ import pandas as pd
 import yaml
 
 from ..core.errors import TiersweepError
+from ..core.metric_catalogue import REPORT_METRICS, SUMMARY_METRICS
 from ..core.safe_files import refuse_link, write_atomic
 from ..core.spec import canonical_key
 from ..sweep.points import point_columns, repeated_seeds
@@ -49,17 +50,6 @@ from .stats import POLICY, SEED, FewSeedsWarning, few_seeds_warning, summary
 
 __all__ = ["write_report", "REPORT_METRICS", "format_number", "parse_window", "parse_assignments"]
 
-#: Metrics drawn when the data has them and they vary.
-REPORT_METRICS = (
-    "mean_response",
-    "mean_bsld",
-    "migrations_per_job",
-    "utilization",
-    "accept_rate",
-    "median_xf",
-    "p90_xf",
-    "efficiency",
-)
 _MAX_FACETS = 12
 #: At most this many Gantt charts (one per policy).
 _MAX_GANTT = 8
@@ -362,8 +352,6 @@ def _policy_order(ok: pd.DataFrame, by: str | None, orders: Mapping[str, list[An
 def _table_metrics(ok: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
     """The sweep summary's metrics (as ``tiersweep sweep`` prints them), then the figures'
     metrics that vary."""
-    from ..sweep.driver import SUMMARY_METRICS
-
     chosen = [m for m in SUMMARY_METRICS if m in ok.columns and ok[m].notna().any()]
     chosen += [m for m in metrics if m not in chosen and not _constant(ok[m])]
     return chosen

@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as st
 
+from ..core.metric_catalogue import is_fraction
 from ..sweep.points import MixedPointsError, check_points, point_columns
 from ..sweep.summary import MIN_SEEDS, few_seeds_warning
 
@@ -37,7 +38,6 @@ __all__ = [
     "MixedPointsError",
     "MIN_SEEDS",
     "SCALES",
-    "UNIT_METRICS",
     "POLICY",
     "SEED",
 ]
@@ -66,18 +66,13 @@ def _warn_few_seeds(counts: Sequence[int]) -> None:
 #: (values >= 0) and ``real`` (any sign).
 SCALES = ("unit", "positive", "real")
 
-#: Metrics bounded in [0, 1] (fractions of time, capacity or jobs). Bounds cannot be read from
-#: the data (a mean wait of 0.4 s is not a fraction), so they are declared by name: these
-#: names, any ``*_share``, and the per-occupancy-bin ``util_at_occ_*`` / ``time_at_occ_*``.
-UNIT_METRICS = frozenset({"utilization", "occupancy", "efficiency", "accept_rate"})
-_UNIT_PREFIXES = ("util_at_occ_", "time_at_occ_")
-_UNIT_SUFFIXES = ("_share",)
 
 
 def metric_scale(name: str) -> str | None:
-    """``"unit"`` for a metric declared bounded in [0, 1] (:data:`UNIT_METRICS`), else None:
-    the scale is then read from the values by :func:`mean_interval`."""
-    if name in UNIT_METRICS or name.startswith(_UNIT_PREFIXES) or name.endswith(_UNIT_SUFFIXES):
+    """``"unit"`` for a metric the metric catalogue declares bounded in [0, 1]
+    (:func:`~tiersweep.core.metric_catalogue.is_fraction`), else None: the scale is then read
+    from the values by :func:`mean_interval`."""
+    if is_fraction(name):
         return "unit"
     return None
 

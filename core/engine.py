@@ -37,6 +37,7 @@ from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .params import Param, non_negative_number
 from .platforms.base import BasePlatform
 from .policies.base import BasePolicy
+from .segments import Segment
 
 __all__ = ["Engine", "ENGINE_PARAMS", "FINISH", "RESTORE", "ARRIVAL"]
 
@@ -119,10 +120,9 @@ class Engine:
         self.policy = policy
         self.migration_cost = float(migration_cost)
         self.observer = observer
-        #: With ``record_segments``: ``(job_id, tier, start, end, nodes, how it ended)`` for
-        #: every stay of a job on its VMs, ``how`` being ``finish``, ``suspend``, ``kill`` or
-        #: ``move``.
-        self.segments: list[tuple[int, int, float, float, tuple[int, ...], str]] | None = [] if record_segments else None
+        #: With ``record_segments``: a :class:`~.segments.Segment` for every stay of a job on
+        #: its VMs.
+        self.segments: list[Segment] | None = [] if record_segments else None
         self.now = -math.inf
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
@@ -418,7 +418,7 @@ class Engine:
     def _close_segment(self, job: Job, how: str) -> None:
         job.tier_time[job.tier] += self.now - job.segment_time
         if self.segments is not None:
-            self.segments.append((job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
+            self.segments.append(Segment(job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
         job.segment_time = math.nan
 
     def _bring_up_to_date(self, job: Job) -> None:

@@ -9,40 +9,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .jobs import Job
+from .metric_catalogue import STAT_COLUMNS, job_columns, metric_names
 
 __all__ = ["BSLD_BOUND", "bounded_slowdown", "job_records", "run_metrics", "metric_names", "job_columns"]
-
-_JOB_COLUMNS = (
-    "job_id",
-    "submit_time",
-    "start_time",
-    "finish_time",
-    "size",
-    "runtime",
-    "requested_time",
-    "estimate",
-    "wait",
-    "response",
-    "bsld",
-    "xf",
-    "migrations",
-    "kills",
-    "cpu_mean",
-)
-_STAT_METRICS = ("wait", "response", "bsld", "xf")
-
-
-def job_columns(tiers: int) -> list[str]:
-    """The columns :func:`job_records` returns on a platform with ``tiers`` tiers."""
-    return [*_JOB_COLUMNS, *(f"tier{t}_duration" for t in range(tiers))]
-
-
-def metric_names(tiers: int) -> list[str]:
-    """The keys :func:`run_metrics` returns on a platform with ``tiers`` tiers."""
-    names = ["jobs"]
-    names += [f"{kind}_{name}" for name in _STAT_METRICS for kind in ("mean", "median", "p90")]
-    names += ["migrations_per_job", "kills_per_job", "lost_work", "utilization", "makespan", "span_start_time", "accept_rate"]
-    return names + [f"tier{t}_share" for t in range(tiers)]
 
 #: The runtime floor of bounded slowdown and expansion factor, in seconds.
 BSLD_BOUND = 10.0
@@ -81,7 +50,7 @@ def job_records(jobs: Sequence[Job], kills_by_job: Mapping[int, int] | None = No
         tier_time = np.fromiter(flat, np.float64, len(jobs) * tiers).reshape(len(jobs), tiers)
     size = np.fromiter((j.size for j in jobs), np.int64, len(jobs))
     records = {
-        "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),  # order: _JOB_COLUMNS
+        "job_id": np.fromiter((j.job_id for j in jobs), np.int64, len(jobs)),  # order: job_columns()
         "submit_time": submit,
         "start_time": start,
         "finish_time": finish,
@@ -183,7 +152,7 @@ def run_metrics(
         lost_work: The engine's :attr:`~tiersweep.core.engine.Engine.lost_work`.
 
     Returns:
-        ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``,
+        ``jobs``, mean/median/p90 of ``wait``, ``response``, ``bsld`` and ``xf``, ``p95_wait``,
         ``migrations_per_job``, ``kills_per_job``, ``lost_work`` (CPU-seconds discarded by
         kills), ``utilization``, ``makespan``, ``span_start_time``, ``accept_rate`` (share of
         jobs not turned away; the other metrics are over the accepted jobs) and
@@ -195,8 +164,10 @@ def run_metrics(
     accepted = np.isfinite(records["finish_time"])
     if not accepted.all():
         records = {key: values[accepted] for key, values in records.items()}
-    for name in _STAT_METRICS:
+    for name in STAT_COLUMNS:
         metrics.update(_stats(name, records[name]))
+    # The tail a user waits in: 1 job in 20 waits longer.
+    metrics["p95_wait"] = _percentile(records["wait"], 95) if len(records["wait"]) else float("nan")
     metrics["accept_rate"] = float(accepted.mean()) if n else float("nan")
     # A killed job ran again, so it was accepted: kills are counted per accepted job.
     metrics["kills_per_job"] = kills / int(accepted.sum()) if accepted.any() else float("nan")

@@ -15,14 +15,13 @@ from .platforms import platform_class
 from .platforms.base import BasePlatform
 from .policies import policy_class
 from .policies.base import BasePolicy
+from .segments import segment_columns
 from .spec import plan_run
 from .version import MODEL_VERSION
 from .workloads.build import Workload, build_workload
+from .workloads.swf import SwfLog, read_swf
 
-__all__ = ["RunResult", "Assembly", "assemble", "run_plan", "simulate", "RUN_EXTRA_METRICS"]
-
-#: Metrics :func:`simulate` adds to :func:`tiersweep.core.metrics.run_metrics`'s.
-RUN_EXTRA_METRICS = ("dropped", "offered_load", "load_scale")
+__all__ = ["RunResult", "Assembly", "assemble", "run_plan", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +37,8 @@ class RunResult:
         end_time: The simulated time of the last event.
         wall_seconds: Wall-clock seconds the run took, workload loading included.
         model_version: :data:`tiersweep.core.version.MODEL_VERSION` of the code that ran it.
-        segments: With ``record_segments``: one row per stay of a job on its VMs (columns
-            ``job_id``, ``tier``, ``start_time``, ``end_time``, ``nodes`` (tuple), ``end``
-            (finish, suspend, kill or move)); else None.
+        segments: With ``record_segments``: one row per stay of a job on its VMs, as columns
+            (:func:`~tiersweep.core.segments.segment_columns`); else None.
     """
 
     spec: dict[str, Any]
@@ -83,7 +81,11 @@ class Assembly:
 
 
 def assemble(
-    plan: RunPlan, *, trace_sha256: str | None = None, policy_factory: Callable[..., BasePolicy] | None = None
+    plan: RunPlan,
+    *,
+    trace_sha256: str | None = None,
+    policy_factory: Callable[..., BasePolicy] | None = None,
+    read_trace: Callable[..., SwfLog] = read_swf,
 ) -> Assembly:
     """Build the workload, the platform and the policy of ``plan``: the one assembly of a run.
 
@@ -92,20 +94,30 @@ def assemble(
         trace_sha256: The SHA-256 the trace's bytes must have (None reads the trace as it is).
         policy_factory: Builds the policy from the plan's policy parameters (keywords); default:
             the registered class (an instrumented subclass, say, for contract checks).
+        read_trace: Reads the trace (see :func:`~tiersweep.core.workloads.build.build_workload`).
     """
     platform_cls = platform_class(plan.platform_kind)
     capacity = platform_cls.job_capacity(plan.platform)
-    built = build_workload(plan.workload, seed=plan.seed, nodes=capacity, trace_sha256=trace_sha256)
+    built = build_workload(
+        plan.workload, seed=plan.seed, nodes=capacity, trace_sha256=trace_sha256, read_trace=read_trace
+    )
     plan = plan.with_nodes(built.nodes)  # resolved from the trace when not given
     platform = platform_cls(**plan.platform, seed=plan.seed)
     policy = (policy_factory or policy_class(plan.policy_name))(**plan.policy)
     return Assembly(plan, built, platform, policy)
 
 
-def run_plan(plan: RunPlan, *, record_segments: bool = False, trace_sha256: str | None = None) -> RunResult:
-    """Run ``plan`` (see :func:`simulate`, which plans a spec and runs it here)."""
+def run_plan(
+    plan: RunPlan,
+    *,
+    record_segments: bool = False,
+    trace_sha256: str | None = None,
+    read_trace: Callable[..., SwfLog] = read_swf,
+) -> RunResult:
+    """Run ``plan`` (see :func:`simulate`, which plans a spec and runs it here; ``read_trace``:
+    see :func:`~tiersweep.core.workloads.build.build_workload`)."""
     started = time.perf_counter()
-    run = assemble(plan, trace_sha256=trace_sha256)
+    run = assemble(plan, trace_sha256=trace_sha256, read_trace=read_trace)
     engine = run.engine(record_segments=record_segments)
     engine.run()
 
@@ -127,7 +139,7 @@ def run_plan(plan: RunPlan, *, record_segments: bool = False, trace_sha256: str 
         jobs=records,
         end_time=engine.now if built.jobs else 0.0,
         wall_seconds=time.perf_counter() - started,
-        segments=_segment_columns(engine.segments) if record_segments else None,
+        segments=segment_columns(engine.segments) if record_segments else None,
     )
 
 
@@ -151,7 +163,3 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
     # (the time taken includes planning, as it did the validation)
     return replace(result, wall_seconds=time.perf_counter() - started)
 
-
-def _segment_columns(segments: list[tuple]) -> dict[str, list]:
-    names = ("job_id", "tier", "start_time", "end_time", "nodes", "end")
-    return {name: [row[i] for row in segments] for i, name in enumerate(names)}

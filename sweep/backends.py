@@ -30,6 +30,7 @@ from ..core.params import Param, any_string, non_negative_int, positive_int
 from ..core.registry import Registry
 
 from .batch import failed_outcomes, run_batch
+from .records import Outcome, Task
 from .redact import redact
 from .reaper import owner_marker, settled, start_reaper
 from .worker_env import BLAS_ENV, pin_blas_threads, ready_worker
@@ -46,8 +47,8 @@ __all__ = [
     "BACKENDS",
 ]
 
-Tasks = Sequence[Mapping[str, Any]]
-Outcomes = list[dict[str, Any]]
+Tasks = Sequence[Task]
+Outcomes = list[Outcome]
 
 
 class Backend(ABC):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -19,7 +19,8 @@ from ..core.simulate import run_plan
 from ..core.version import MODEL_VERSION, code_digest, code_folder
 
 from . import trace_cache
-from .cells import flatten
+from .cells import Cell, flatten
+from .records import Outcome, Task
 from .time_limit import CellTimeout, time_limit
 
 __all__ = ["run_batch", "package_version", "task_for", "failed_outcomes"]
@@ -35,70 +36,68 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def task_for(cell: Any, sweep: str, time_limit: float | None = None) -> dict[str, Any]:
-    """The picklable description of a cell that a worker needs; ``time_limit``: the seconds
-    after which the worker stops the cell and stores it as failed (None: no limit)."""
+def task_for(cell: Cell, sweep: str, time_limit: float | None = None) -> Task:
+    """The task a worker runs of ``cell``; ``time_limit``: the seconds after which the worker
+    stops the cell and stores it as failed (None: no limit)."""
     spec = cell.spec
     trace = spec["workload"]["trace"]
     plan = cell.plan
     if trace is not None and not os.path.isabs(trace):
         # Workers may start elsewhere: run with the absolute path, store the path as given.
         plan = plan.with_trace(os.path.abspath(trace))
-    return {
-        "index": cell.index,
-        "cell_id": cell.cell_id,
-        "sweep": sweep,
-        "spec": spec,
-        "plan": plan,
-        "replicate": cell.replicate,
-        # The content the cell id names: the worker computes from exactly these bytes or fails.
-        "trace_sha256": cell.trace_sha256,
-        "time_limit": time_limit,
-    }
+    return Task(
+        index=cell.index,
+        cell_id=cell.cell_id,
+        sweep=sweep,
+        spec=spec,
+        plan=plan,
+        replicate=cell.replicate,
+        trace_sha256=cell.trace_sha256,
+        time_limit=time_limit,
+    )
 
 
-def _base_row(task: Mapping[str, Any], version: str, host: str) -> dict[str, Any]:
+def _base_row(task: Task, version: str, host: str) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "cell_id": task["cell_id"],
-        "cell_index": task["index"],
-        "sweep": task["sweep"],
+        "cell_id": task.cell_id,
+        "cell_index": task.index,
+        "sweep": task.sweep,
         "status": "ok",
         "error": None,
         "wall_seconds": 0.0,
         "model_version": MODEL_VERSION,
         "code_digest": code_digest(),
         "package_version": version,
-        "seed": task["spec"]["seed"],
-        "replicate": task["replicate"],
+        "seed": task.spec["seed"],
+        "replicate": task.replicate,
         # The path is stored as given and the content too, so that a log regenerated at the
         # same path reads as another input (the worker has checked the bytes it read match).
-        "trace_digest": task.get("trace_sha256"),
+        "trace_digest": task.trace_sha256,
         "host": host,
     }
-    row.update({key: value for key, value in flatten(task["spec"]).items() if key != "seed"})
+    row.update({key: value for key, value in flatten(task.spec).items() if key != "seed"})
     return row
 
 
-def failed_outcomes(tasks: Sequence[Mapping[str, Any]], error: BaseException | str) -> list[dict[str, Any]]:
+def failed_outcomes(tasks: Sequence[Task], error: BaseException | str) -> list[Outcome]:
     """Outcomes marking every task of a batch failed (its worker was lost for good)."""
     text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     outcomes = []
     for task in tasks:
         row = _base_row(task, package_version(), "")
         row.update(status="failed", error=text)
-        outcomes.append({"row": row, "jobs": None, "segments": None})
+        outcomes.append(Outcome(row))
     return outcomes
 
 
-def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> list[dict[str, Any]]:
-    """Simulate each task's spec; return one outcome per task, in order.
+def run_batch(tasks: Sequence[Task], with_jobs: bool = False) -> list[Outcome]:
+    """Simulate each task's spec; return one :class:`~.records.Outcome` per task, in order.
 
     Each outcome has ``row`` (cell_id, cell_index, sweep, status ``ok``/``failed``, error,
     wall_seconds, model_version, code_digest, package_version, seed, replicate, trace_digest, host,
     flattened spec columns, ``report.*`` counts and the run metrics), ``jobs`` (per-job
     columns) and ``segments`` (every stay of a job on its VMs), the last two only
-    ``with_jobs``, and ``code`` (the folder of the simulator's source this worker imported, so
-    that a driver refusing the worker's digest can say where it came from; not stored).
+    ``with_jobs``, and ``code`` (the folder of the simulator's source this worker imported).
     """
     version = package_version()
     host = os.uname().nodename
@@ -107,10 +106,15 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
         started = time.perf_counter()
         row = _base_row(task, version, host)
         jobs = segments = None
-        limit = task.get("time_limit")
+        limit = task.time_limit
         try:
-            with time_limit(limit), trace_cache.serving():
-                result = run_plan(task["plan"], record_segments=with_jobs, trace_sha256=task.get("trace_sha256"))
+            with time_limit(limit):
+                result = run_plan(
+                    task.plan,
+                    record_segments=with_jobs,
+                    trace_sha256=task.trace_sha256,
+                    read_trace=trace_cache.read_trace,
+                )
         except CellTimeout:
             row["status"] = "failed"
             row["error"] = (
@@ -127,8 +131,8 @@ def run_batch(tasks: Sequence[Mapping[str, Any]], with_jobs: bool = False) -> li
             row.update({f"report.{key}": value for key, value in result.report.items()})
             row.update(result.metrics)
             if with_jobs:
-                jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task["cell_id"]), **result.jobs}
-                segments = {"cell_id": [task["cell_id"]] * len(result.segments["job_id"]), **result.segments}
+                jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task.cell_id), **result.jobs}
+                segments = {"cell_id": [task.cell_id] * len(result.segments["job_id"]), **result.segments}
         row["wall_seconds"] = time.perf_counter() - started
-        outcomes.append({"row": row, "jobs": jobs, "segments": segments, "code": str(code_folder())})
+        outcomes.append(Outcome(row, jobs, segments, str(code_folder())))
     return outcomes

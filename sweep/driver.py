@@ -8,22 +8,18 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..core.errors import TiersweepError
-from ..core.metrics import job_columns, metric_names
+from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
-from ..core.simulate import RUN_EXTRA_METRICS
-from ..core.workloads.rules import WorkloadReport
 
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
 from .estimate import Eta, columns_read, default_time_limits, estimate_costs
 from .folder_lock import FolderLock
+from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
 
 __all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
-
-#: Metrics in the final summary table.
-SUMMARY_METRICS = ("mean_wait", "mean_bsld", "utilization", "migrations_per_job")
 
 
 @dataclass
@@ -93,8 +89,7 @@ def _prepare(store: Store, config: SweepConfig, cells: list[Cell]) -> None:
 def result_columns(specs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Metric names and per-job column names that runs of ``specs`` can produce."""
     tiers = max(PLATFORMS[s["platform"]["kind"]].tiers_of(s["platform"]) for s in specs)
-    metrics = [*metric_names(tiers), *RUN_EXTRA_METRICS]
-    metrics += [f"report.{key}" for key in WorkloadReport().as_dict()]
+    metrics = run_columns(tiers)
     jobs = job_columns(tiers)
     for kind in dict.fromkeys(s["platform"]["kind"] for s in specs):
         metrics += [m for m in PLATFORMS[kind].EXTRA_METRICS if m not in metrics]
@@ -164,11 +159,11 @@ def run_sweep(
         bar = None  # shown once the backend has started (a backend that fails to start says so alone)
         failures = 0
 
-        def advance(outcomes: list[dict[str, Any]]) -> None:
+        def advance(outcomes: list[Outcome]) -> None:
             nonlocal failures
-            failures += sum(o["row"]["status"] != "ok" for o in outcomes)
+            failures += sum(o.status != "ok" for o in outcomes)
             for outcome in outcomes:
-                eta.finished(cost_of.get(outcome["row"]["cell_id"], 0.0))
+                eta.finished(cost_of.get(outcome.cell_id, 0.0))
             if bar is not None:
                 bar.set_postfix_str(f"{eta.text()} left, failed={failures}", refresh=False)
                 bar.update(len(outcomes))

@@ -21,6 +21,7 @@ from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
 from .estimate import default_time_limits, estimate_costs
+from .records import Outcome, Task
 from .store import Store
 
 __all__ = ["CellRunner", "BATCH_SECONDS"]
@@ -58,7 +59,7 @@ class CellRunner:
         backend: str = "ray",
         backend_options: Mapping[str, Any] | None = None,
         with_jobs: bool = False,
-        on_outcomes: Callable[[list[dict[str, Any]]], None] | None = None,
+        on_outcomes: Callable[[list[Outcome]], None] | None = None,
     ) -> None:
         self.store = store
         self.sweep = sweep
@@ -67,7 +68,7 @@ class CellRunner:
         self.with_jobs = with_jobs
         self.on_outcomes = on_outcomes
         self._backend: Backend | None = None
-        self._queue: list[dict[str, Any]] = []
+        self._queue: list[Task] = []
         self._durations: list[float] = []
         self._batch_id = 0
         #: Seconds spent starting and stopping the backend.
@@ -109,7 +110,7 @@ class CellRunner:
         """Whether cells are queued or in flight."""
         return bool(self._queue) or (self._backend is not None and self._backend.pending() > 0)
 
-    def step(self) -> list[dict[str, Any]]:
+    def step(self) -> list[Outcome]:
         """Dispatch queued cells, wait for at least one batch, store it; return its outcomes."""
         backend = self._start()
         while self._queue and backend.pending() < 2 * backend.workers:
@@ -120,27 +121,27 @@ class CellRunner:
         before = time.perf_counter()
         finished = backend.wait()
         self.waited_seconds += time.perf_counter() - before
-        done: list[dict[str, Any]] = []
+        done: list[Outcome] = []
         for _, outcomes in finished:
             self._check_code(outcomes)
             self.store.write(outcomes)
             self.computed += len(outcomes)
-            self._durations.extend(o["row"]["wall_seconds"] for o in outcomes)
+            self._durations.extend(o.row["wall_seconds"] for o in outcomes)
             if self.on_outcomes is not None:
                 self.on_outcomes(outcomes)
             done.extend(outcomes)
         return done
 
-    def _check_code(self, outcomes: list[dict[str, Any]]) -> None:
+    def _check_code(self, outcomes: list[Outcome]) -> None:
         """Refuse outcomes computed by other simulator code than the driver's."""
         ours = code_digest()
         for outcome in outcomes:
-            theirs = outcome["row"].get("code_digest")
+            theirs = outcome.row.get("code_digest")
             if theirs != ours:
-                host = outcome["row"].get("host") or "a worker"
+                host = outcome.row.get("host") or "a worker"
                 raise TiersweepError(
                     f"worker on {host} runs other simulator code than this driver (code digest {theirs} "
-                    f"from {outcome.get('code', '?')}; the driver has {ours} from {code_folder()}): its "
+                    f"from {outcome.code or '?'}; the driver has {ours} from {code_folder()}): its "
                     f"results would be stored under the driver's cell ids. Run every worker on the same "
                     f"tiersweep (reinstall it with `pip install .` on each node, or run the driver from the "
                     f"same environment); nothing of that batch was stored"

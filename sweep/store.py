@@ -48,7 +48,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence, TypeVar, get_type_hints
 
 import numpy as np
 import pandas as pd
@@ -57,8 +57,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..core.errors import SpecError, TiersweepError, first_line
+from ..core.metric_catalogue import dtype_of
 from ..core.safe_files import atomic_writer, write_atomic
+from ..core.segments import SEGMENT_FIELDS, Segment
 from .folder_lock import FolderLock
+from .records import Outcome
 
 __all__ = [
     "Store",
@@ -105,7 +108,17 @@ _FIXED = [
     ("written_at", pa.timestamp("us", tz="UTC")),
     (SEQ, pa.int64()),
 ]
-_INT_METRICS = {"jobs", "dropped"}
+
+
+def _metric_type(name: str) -> pa.DataType:
+    """The Arrow type of a metric or per-job column, as the metric catalogue gives it."""
+    return pa.from_numpy_dtype(np.dtype(dtype_of(name)))
+
+
+#: The Arrow types of the annotations of :class:`~tiersweep.core.segments.Segment`'s fields.
+_ANNOTATION_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string(), tuple[int, ...]: pa.list_(pa.int64())}
+#: The columns of a segment, in order, with their stored types.
+_SEGMENT_COLUMNS = [(name, _ANNOTATION_TYPES[get_type_hints(Segment)[name]]) for name in SEGMENT_FIELDS]
 
 
 def _json_default(value: Any) -> Any:
@@ -197,28 +210,18 @@ class Store:
             _remove_replaced(folder)  # what an interrupted compaction left (readers ignore it already)
         fields = [pa.field(name, kind) for name, kind in _FIXED]
         fields += [pa.field(name, kind) for name, kind in sorted(spec_types.items())]
-        fields += [
-            pa.field(name, pa.int64() if name in _INT_METRICS or name.startswith("report.") else pa.float64())
-            for name in sorted(metric_names)
-        ]
+        fields += [pa.field(name, _metric_type(name)) for name in sorted(metric_names)]
         metadata = {b"tiersweep.config": json.dumps(config, sort_keys=True, default=_json_default).encode()}
         self.schema = pa.schema(fields, metadata=metadata)
         self._spec_types = dict(spec_types)
         job_fields = [pa.field("cell_id", pa.string())]
-        job_fields += [
-            pa.field(name, pa.int64() if name in ("job_id", "size", "migrations", "kills") else pa.float64()) for name in job_columns
-        ]
+        job_fields += [pa.field(name, _metric_type(name)) for name in job_columns]
         job_fields += [pa.field("written_at", pa.timestamp("us", tz="UTC")), pa.field(SEQ, pa.int64())]
         self.job_schema = pa.schema(job_fields, metadata=metadata)
         self.segment_schema = pa.schema(
             [
                 pa.field("cell_id", pa.string()),
-                pa.field("job_id", pa.int64()),
-                pa.field("tier", pa.int64()),
-                pa.field("start_time", pa.float64()),
-                pa.field("end_time", pa.float64()),
-                pa.field("nodes", pa.list_(pa.int64())),
-                pa.field("end", pa.string()),
+                *(pa.field(name, kind) for name, kind in _SEGMENT_COLUMNS),
                 pa.field("written_at", pa.timestamp("us", tz="UTC")),
                 pa.field(SEQ, pa.int64()),
             ],
@@ -272,12 +275,13 @@ class Store:
             )
         return reconciled
 
-    def write(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
+    def write(self, outcomes: Sequence[Outcome]) -> None:
         """Write one batch: a jobs file and a segments file when any outcome carries them, then
         a runs file (which is what makes its cells stored)."""
         now = dt.datetime.now(dt.timezone.utc)
         seq = self._next_seq()
-        rows = sorted((o["row"] for o in outcomes), key=lambda r: r["cell_index"])
+        outcomes = sorted(outcomes, key=lambda o: o.cell_index)
+        rows = [o.row for o in outcomes]
         columns: dict[str, list[Any]] = {field.name: [] for field in self.schema}
         for row in rows:
             for field in self.schema:
@@ -295,7 +299,7 @@ class Store:
         if extra:
             raise ValueError(f"result columns not in the sweep's schema: {extra}")
         runs = pa.table(columns, schema=self.schema)
-        with_jobs = [o["jobs"] for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"]) if o["jobs"] is not None]
+        with_jobs = [o.jobs for o in outcomes if o.jobs is not None]
         if with_jobs:
             count = sum(len(jobs["job_id"]) for jobs in with_jobs)
             merged = {}
@@ -309,8 +313,7 @@ class Store:
                 ]
                 merged[field.name] = pa.array(np.concatenate(parts), field.type, from_pandas=True)
             _write_part(self.jobs, pa.table(merged, schema=self.job_schema), seq)
-        with_segments = [o.get("segments") for o in sorted(outcomes, key=lambda o: o["row"]["cell_index"])]
-        with_segments = [seg for seg in with_segments if seg is not None]
+        with_segments = [o.segments for o in outcomes if o.segments is not None]
         if with_segments:
             columns = {
                 field.name: [value for seg in with_segments for value in seg[field.name]]

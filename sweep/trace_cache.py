@@ -12,8 +12,8 @@ parsing); a file that changed, vanished or is no longer a regular file is handed
 exactly as without a cache. Cached tables are read-only, so no run can alter what the next one
 reads.
 
-:func:`serving` makes the simulator read traces through the cache for the length of a block;
-the sweep's worker computes each cell inside it.
+:func:`read_trace` is the reader the sweep's worker hands to
+:func:`~tiersweep.core.simulate.run_plan`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Iterator
 
-from ..core.workloads import build
 from ..core.workloads.swf import SwfLog, not_a_regular_file, read_swf
 
-__all__ = ["TraceCache", "CACHE", "read_trace", "serving", "DEFAULT_MAX_BYTES"]
+__all__ = ["TraceCache", "CACHE", "read_trace", "DEFAULT_MAX_BYTES"]
 
 #: The default bound of a worker's cache: the tables of a few large logs (CEA-Curie's is about
 #: 45 MB) or of hundreds of small ones.
@@ -128,15 +125,3 @@ CACHE = TraceCache()
 def read_trace(path: str | os.PathLike[str], *, lenient: bool = False, sha256: str | None = None) -> SwfLog:
     """:meth:`TraceCache.read` of this process's cache (the signature of ``read_swf``)."""
     return CACHE.read(path, lenient=lenient, sha256=sha256)
-
-
-@contextmanager
-def serving() -> Iterator[TraceCache]:
-    """Within the block, the simulator's workload building reads traces through this process's
-    cache (:func:`read_trace` in place of ``read_swf``, which it calls by that module name)."""
-    original = build.read_swf
-    build.read_swf = read_trace
-    try:
-        yield CACHE
-    finally:
-        build.read_swf = original

@@ -30,6 +30,7 @@ from .cells import Cell, cell_id, flatten, replicate_seed
 from .driver import result_columns
 from .folder_lock import FolderLock
 from .reaper import start_time
+from .records import Outcome
 from .runner import CellRunner
 from .redact import redact
 from .store import Store, read_table, spec_column_types
@@ -132,9 +133,9 @@ class _Trials:
                 todo.append(cell)
         return todo
 
-    def record(self, outcomes: list[dict[str, Any]]) -> None:
+    def record(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
-            self.known[outcome["row"]["cell_id"]] = outcome["row"]
+            self.known[outcome.cell_id] = outcome.row
 
     def ready(self) -> list[tuple[Any, list[dict[str, Any]]]]:
         """Trials whose every cell is known, removed from the pending set."""

@@ -254,18 +254,18 @@ def test_failed_outcomes_mark_a_lost_batch_failed(tmp_path):
     cells = expand(small_config("lost"))[:3]
     tasks = [task_for(c, "lost") for c in cells]
     outcomes = failed_outcomes(tasks, RuntimeError("worker died"))
-    assert [o["row"]["cell_id"] for o in outcomes] == [c.cell_id for c in cells]
+    assert [o.cell_id for o in outcomes] == [c.cell_id for c in cells]
     for outcome, cell in zip(outcomes, cells):
-        assert outcome["jobs"] is None
-        assert (outcome["row"]["status"], outcome["row"]["error"]) == ("failed", "RuntimeError: worker died")
-        assert (outcome["row"]["seed"], outcome["row"]["policy.name"]) == (cell.seed, cell.point["policy.name"])
+        assert outcome.jobs is None
+        assert (outcome.status, outcome.row["error"]) == ("failed", "RuntimeError: worker died")
+        assert (outcome.row["seed"], outcome.row["policy.name"]) == (cell.seed, cell.point["policy.name"])
 
 
 def test_run_batch_returns_one_outcome_per_task_in_order():
     cells = expand(small_config("batch"))[:3]
     outcomes = run_batch([task_for(c, "batch") for c in reversed(cells)], with_jobs=False)
-    assert [o["row"]["cell_index"] for o in outcomes] == [2, 1, 0]
-    assert all(o["jobs"] is None and o["row"]["status"] == "ok" for o in outcomes)
+    assert [o.cell_index for o in outcomes] == [2, 1, 0]
+    assert all(o.jobs is None and o.status == "ok" for o in outcomes)
 
 
 # -- batch sizing ----------------------------------------------------------------------------
@@ -351,7 +351,7 @@ def test_a_batch_submitted_after_a_worker_died_is_run_on_a_new_pool():
     finally:
         backend.close()
     assert sorted(finished) == [0, 1]
-    rows = [outcome["row"] for batch in finished.values() for outcome in batch]
+    rows = [outcome.row for batch in finished.values() for outcome in batch]
     assert sorted(row["cell_id"] for row in rows) == sorted(c.cell_id for c in cells)
     assert all(row["status"] == "ok" for row in rows), [row.get("error") for row in rows]
 

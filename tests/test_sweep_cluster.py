@@ -303,7 +303,7 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
         # The cluster's results are those this process computes (three cells, all policies):
         # identity, status, metrics and report counts (spec columns are stored as text).
         sample = [next(c for c in cells if c.point["policy.name"] == name) for name in ("easy", "amcbf", "fcfs")]
-        mine = pd.DataFrame([o["row"] for o in run_batch([task_for(c, config.name) for c in sample])])
+        mine = pd.DataFrame([o.row for o in run_batch([task_for(c, config.name) for c in sample])])
         theirs = rows.set_index("cell_id").loc[[c.cell_id for c in sample]].reset_index()
         spec_columns = set(flatten(sample[0].spec))
         columns = [c for c in mine.columns if c not in spec_columns and c not in VOLATILE]

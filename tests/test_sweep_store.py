@@ -21,8 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tiersweep.core import simulate
-from tiersweep.core.metrics import job_columns, metric_names
-from tiersweep.core.simulate import RUN_EXTRA_METRICS
+from tiersweep.core.metric_catalogue import job_columns, run_columns
 from tiersweep.core.version import MODEL_VERSION
 from tiersweep.core.workloads.rules import WorkloadReport
 from tiersweep.sweep.batch import package_version, run_batch, task_for
@@ -119,7 +118,7 @@ def test_the_documented_columns_have_the_documented_types(swept):
         assert types[name] == kind, name
     for key in WorkloadReport().as_dict():
         assert types[f"report.{key}"] == pa.int64(), key
-    metrics = [*metric_names(2), *RUN_EXTRA_METRICS]
+    metrics = [name for name in run_columns(2) if not name.startswith("report.")]
     assert "tier1_share" in metrics
     for name in metrics:
         assert types[name] == (pa.int64() if name in ("jobs", "dropped") else pa.float64()), name
@@ -167,7 +166,7 @@ def test_a_batch_returned_out_of_order_is_written_sorted(tmp_path):
     cells = expand(config)
     store = Store(tmp_path / "order")
     specs = [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]  # the seed is a fixed column
-    metrics = [*metric_names(2), *RUN_EXTRA_METRICS, *(f"report.{k}" for k in WorkloadReport().as_dict())]
+    metrics = run_columns(2)
     store.prepare(config.raw, spec_column_types(specs), metrics, job_columns(2))
     outcomes = run_batch([task_for(c, config.name) for c in reversed(cells[:4])], with_jobs=True)
     store.write(outcomes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .cpu import annotate_cpu
 from .offered_load import gap_scale, offered_load, rescale_gaps, scale_for_load
 from .models import generate
 from .rules import WorkloadReport, jobs_from_records
-from .swf import SWF_FIELDS, header_int, read_swf
+from .swf import SWF_FIELDS, SwfLog, header_int, read_swf
 
 __all__ = ["Workload", "build_workload", "model_records", "MODEL_DEFAULT_NODES", "jobs_load", "no_jobs_reason"]
 
@@ -67,7 +67,12 @@ def _rescale(jobs: list[Job], factor: float) -> None:
 
 
 def build_workload(
-    workload: Mapping[str, Any], *, seed: int, nodes: int | None, trace_sha256: str | None = None
+    workload: Mapping[str, Any],
+    *,
+    seed: int,
+    nodes: int | None,
+    trace_sha256: str | None = None,
+    read_trace: Callable[..., SwfLog] = read_swf,
 ) -> Workload:
     """Build the jobs of a validated ``workload`` spec.
 
@@ -78,6 +83,8 @@ def build_workload(
             MaxNodes; 320 for models).
         trace_sha256: The SHA-256 the trace file's bytes must have (see
             :func:`~tiersweep.core.workloads.swf.read_swf`).
+        read_trace: Reads the trace; a caller that runs many cells of one trace passes a reader
+            that parses each content once (it must take and check ``sha256`` as ``read_swf`` does).
 
     Raises:
         SpecError: The trace is missing, has no size header when one is needed, or the model
@@ -89,7 +96,7 @@ def build_workload(
         path = workload["trace"]
         if not os.path.exists(path):
             raise SpecError(f"workload.trace: no such file {path!r} (relative paths are taken from {os.getcwd()})")
-        log = read_swf(path, lenient=workload["lenient"], sha256=trace_sha256)
+        log = read_trace(path, lenient=workload["lenient"], sha256=trace_sha256)
         capacity = "the platform spec"
         if nodes is None:
             nodes = header_int(log.header, "MaxProcs", "MaxNodes")
