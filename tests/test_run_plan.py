@@ -76,7 +76,7 @@ def test_a_sweep_cell_is_checked_once_on_its_way_to_the_worker(tmp_path, countin
     cells = expand(config)
     assert counting == {"policy": 2, "platform": 2}  # each cell's spec, when the sweep is expanded
     outcomes = run_batch([task_for(cell, "once") for cell in cells])
-    assert [o["row"]["status"] for o in outcomes] == ["ok", "ok"]
+    assert [o.status for o in outcomes] == ["ok", "ok"]
     assert counting == {"policy": 2, "platform": 2}  # and not again by the worker
 
 

@@ -378,7 +378,7 @@ def test_process_workers_run_one_blas_thread():
     backend = make_backend("process", {"workers": 1})
     try:
         backend.submit(0, tiny_tasks(1), False)
-        assert [o["row"]["status"] for _, outcomes in backend.wait() for o in outcomes] == ["ok"]
+        assert [o.status for _, outcomes in backend.wait() for o in outcomes] == ["ok"]
         assert backend._pool.submit(blas_threads).result(timeout=60) == 1
     finally:
         backend.close()
