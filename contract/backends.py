@@ -103,14 +103,14 @@ class BackendContract:
     def test_tiny_cells_come_back_as_run_in_process(self):
         """Each batch comes back once, its outcomes in task order, rows equal to the in-process run."""
         tasks = tiny_tasks(6)
-        expected = [comparable(outcome["row"]) for outcome in run_batch(tasks)]
+        expected = [comparable(outcome.row) for outcome in run_batch(tasks)]
         backend = self.make()
         try:
             assert backend.workers >= 1
             finished = self.run_all(backend, [(0, tasks[:1]), (1, tasks[1:4]), (2, tasks[4:])])
         finally:
             backend.close()
-        rows = [comparable(outcome["row"]) for batch_id in (0, 1, 2) for outcome in finished[batch_id]]
+        rows = [comparable(outcome.row) for batch_id in (0, 1, 2) for outcome in finished[batch_id]]
         assert [row["status"] for row in rows] == ["ok"] * 6
         assert rows == expected
 
@@ -124,9 +124,9 @@ class BackendContract:
             together = self.run_all(backend, [(20, list(reversed(tasks)))])
         finally:
             backend.close()
-        by_cell = {o["row"]["cell_id"]: comparable(o["row"]) for outcomes in singles.values() for o in outcomes}
-        assert [o["row"]["cell_id"] for o in together[20]] == [t["cell_id"] for t in reversed(tasks)]
-        assert {o["row"]["cell_id"]: comparable(o["row"]) for o in together[20]} == by_cell
+        by_cell = {o.cell_id: comparable(o.row) for outcomes in singles.values() for o in outcomes}
+        assert [o.cell_id for o in together[20]] == [t.cell_id for t in reversed(tasks)]
+        assert {o.cell_id: comparable(o.row) for o in together[20]} == by_cell
 
     def test_a_failing_cell_is_a_failed_row_and_its_batch_completes(self, tmp_path):
         """A cell whose trace is malformed comes back ``failed`` with the error; the cells
@@ -140,7 +140,7 @@ class BackendContract:
             finished = self.run_all(backend, [(0, [good[0], *failing, good[1]])])
         finally:
             backend.close()
-        rows = [outcome["row"] for outcome in finished[0]]
+        rows = [outcome.row for outcome in finished[0]]
         assert [row["status"] for row in rows] == ["ok", "failed", "ok"]
         assert rows[1]["error"].startswith("TraceFormatError: ") and f"{bad}:3" in rows[1]["error"]
         assert rows[1]["cell_id"] == failing[0]["cell_id"] and rows[0]["error"] is None
