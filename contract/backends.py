@@ -30,6 +30,7 @@ from ..core.errors import TiersweepError
 from ..sweep.backends import BACKENDS, Backend, backend_options, make_backend
 from ..sweep.batch import run_batch, task_for
 from ..sweep.config import expand, parse_sweep_config
+from ..sweep.records import Task
 
 __all__ = ["BackendContract", "tiny_tasks", "comparable"]
 
@@ -37,7 +38,7 @@ __all__ = ["BackendContract", "tiny_tasks", "comparable"]
 VOLATILE = ("wall_seconds", "host")
 
 
-def tiny_tasks(count: int, *, trace: str | Path | None = None, sweep: str = "contract") -> list[dict[str, Any]]:
+def tiny_tasks(count: int, *, trace: str | Path | None = None, sweep: str = "contract") -> list[Task]:
     """Tasks of ``count`` tiny cells (20 jobs of a model workload on 16 nodes, one seed each);
     with ``trace``, of that SWF file instead (whose cells fail at run time if it is malformed)."""
     workload: dict[str, Any] = {"model": "jann97", "jobs": 20} if trace is None else {"trace": str(trace)}
@@ -74,7 +75,7 @@ class BackendContract:
         """A new backend of :attr:`backend` built with :attr:`options`."""
         return make_backend(self.backend, self.options)
 
-    def run_all(self, backend: Backend, batches: Sequence[tuple[int, list[dict[str, Any]]]]) -> dict[int, list]:
+    def run_all(self, backend: Backend, batches: Sequence[tuple[int, list[Task]]]) -> dict[int, list]:
         """Submit ``batches`` (``(batch id, tasks)``) and wait for all of them; the outcomes by
         batch id, each id returned exactly once."""
         for batch_id, tasks in batches:
@@ -143,7 +144,7 @@ class BackendContract:
         rows = [outcome.row for outcome in finished[0]]
         assert [row["status"] for row in rows] == ["ok", "failed", "ok"]
         assert rows[1]["error"].startswith("TraceFormatError: ") and f"{bad}:3" in rows[1]["error"]
-        assert rows[1]["cell_id"] == failing[0]["cell_id"] and rows[0]["error"] is None
+        assert rows[1]["cell_id"] == failing[0].cell_id and rows[0]["error"] is None
 
     def test_cancel_abandons_the_batches_in_flight(self):
         """After :meth:`cancel` nothing is pending, and closing returns promptly."""
