@@ -89,6 +89,7 @@ TINY_SWF = """\
 """
 
 
+@pytest.mark.slow
 def test_same_spec_same_records_in_this_and_a_fresh_interpreter(kth_path, tmp_path):
     tiny = tmp_path / "tiny.swf"
     tiny.write_text(TINY_SWF)

@@ -79,6 +79,7 @@ def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, smal
 
 
 # -- compaction ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_compaction_during_a_sweep_is_refused_and_loses_nothing(tmp_path):
     # Reported: compact deleted part files written between its read and its delete (48
     # computed, 38 stored). Now the sweep holds the folder: compaction says so and waits for
@@ -127,6 +128,7 @@ def test_compaction_keeps_records_no_stored_run_claims_and_drops_superseded_ones
 
 
 # -- two drivers --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_second_driver_on_the_same_folder_is_refused_and_every_cell_is_stored_once(tmp_path):
     # Reported: two drivers on one folder stored every cell twice (48 rows for 24 cells).
     config = write_config(tmp_path, "twice", seeds=4, base=BASE)
@@ -585,6 +587,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_cancelled_process_pool_lets_the_program_exit_without_noise(tmp_path):
     # Seen in a test run: a sweep stopped with SIGTERM on the process backend printed, after
     # "tiersweep: terminated", "Exception ignored in: <module 'threading'> ... OSError: [Errno

@@ -65,6 +65,7 @@ def _git_status() -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+@pytest.mark.slow
 def test_the_wheel_has_a_single_top_level_name(tmp_path):
     # Building (what `pip install .` does) must not leave the git tree dirty either (reported:
     # the build's files showed up beside the sources).

@@ -105,6 +105,7 @@ else:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_the_driver_refuses_a_worker_running_other_code(tmp_path):
     # Workers whose import path starts with an edited copy of the package: they compute, but
@@ -128,6 +129,7 @@ def _console_script() -> str:
     return str(script) if script.exists() else shutil.which("tiersweep") or pytest.skip("no tiersweep console script")
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_workers_run_the_drivers_code_beside_a_source_tree_named_tiersweep(tmp_path):
     # The reported set-up: the command run from the folder holding an edited source tree

@@ -224,6 +224,7 @@ def test_values_spanning_more_than_a_decade_get_a_log_axis(tmp_path, monkeypatch
     assert "log axis: mean response time (s)" in caption and "log axis: mean response time (s), utilisation" not in caption
 
 
+@pytest.mark.slow
 def test_a_metric_that_is_the_same_in_every_run_gets_no_panel(tmp_path):
     # Accept rate on a platform of dedicated nodes is 1 in every run: no panel, said once.
     page = report_page(write_folder(tmp_path / "nodes", CONFIG, handmade_rows(accept=1.0)), tmp_path / "a")
@@ -302,6 +303,7 @@ def test_few_seeds_warning_stands_above_the_summary_table(tmp_path):
     assert page.order == ["summary"] and page.warning == "" and len(warnings) == 1
 
 
+@pytest.mark.slow
 def test_config_is_shown_as_the_yaml_the_user_wrote(tmp_path):
     text = "# my sweep: FCFS first on purpose\nname: handmade\ngrid:\n  policy.name: [fcfs, easy, amcbf]   # order kept\n"
     page = report_page(write_folder(tmp_path / "written", CONFIG, handmade_rows(), config_text=text), tmp_path / "a")
@@ -333,6 +335,7 @@ def with_segments(tmp_path_factory) -> Path:
     return out / SMALL["name"]
 
 
+@pytest.mark.slow
 def test_gantt_titles_name_policy_load_and_seed(with_segments, tmp_path):
     runs = load(with_segments)
     page = report_page(with_segments, tmp_path)
@@ -367,6 +370,7 @@ def test_gantt_charts_cover_the_whole_run_or_the_window(with_segments, monkeypat
         gantt(one, tmp_path / "bad.png", window=(5000.0, 1000.0))
 
 
+@pytest.mark.slow
 def test_report_gantt_window_and_chosen_runs_from_the_command_line(with_segments, tmp_path, capsys):
     runs = load(with_segments)
     late = runs[(runs["workload.load"] == 0.9)]["seed"].iloc[-1]
@@ -447,6 +451,7 @@ def test_tuning_history_shows_the_baseline_and_the_spread_over_seeds(study):
         plt.close(ax.figure)
 
 
+@pytest.mark.slow
 def test_report_of_a_tuning_folder_draws_the_history_with_its_baseline(study, tmp_path):
     from tiersweep.analysis.report import _tuning_baseline
     from tiersweep.sweep.store import read_manifest

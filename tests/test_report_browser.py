@@ -96,6 +96,7 @@ def report(tmp_path_factory) -> Path:
     return write_report(out / SWEEP["name"], out / "report")
 
 
+@pytest.mark.slow
 def test_every_figure_loads_and_the_summary_table_is_there(report, tmp_path):
     binary = browser()
     found = checked(binary, report, tmp_path / "profile")

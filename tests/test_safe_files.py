@@ -74,6 +74,7 @@ def test_a_link_at_the_study_storage_is_refused_by_tune(tmp_path):
     _assert_refused(result, study, victim)
 
 
+@pytest.mark.slow
 def test_a_link_at_the_lock_is_refused_by_compact(tmp_path):
     victim = _victim(tmp_path)
     config = write_yaml(tmp_path / "s.yaml", small_raw("s", seeds=1))
@@ -90,6 +91,7 @@ def test_a_link_at_the_lock_is_refused_by_compact(tmp_path):
     assert sorted(p.name for p in (folder / "runs").iterdir()) == parts
 
 
+@pytest.mark.slow
 def test_report_refuses_a_link_at_index_html(tmp_path):
     victim = _victim(tmp_path)
     config = write_yaml(tmp_path / "s.yaml", small_raw("s", seeds=1))

@@ -84,6 +84,7 @@ def test_any_run_spec_validates_or_is_a_spec_error(spec):
     exclude=st.lists(st.dictionaries(DOTTED, VALUES, max_size=2), max_size=2) | VALUES,
     name=st.sampled_from(["s", "", "a/b", "ok-name"]) | VALUES,
 )
+@pytest.mark.slow
 def test_any_sweep_config_parses_and_expands_or_is_a_spec_error(base, grid, seeds, exclude, name):
     raw = {"name": name, "base": base, "grid": grid, "seeds": seeds, "exclude": exclude}
 
@@ -104,6 +105,7 @@ def test_any_sweep_config_parses_and_expands_or_is_a_spec_error(base, grid, seed
     trials=VALUES,
     extra=st.dictionaries(st.sampled_from(["variants", "sampler", "study", "parallel", "seed"]), VALUES, max_size=2),
 )
+@pytest.mark.slow
 def test_any_tuning_config_parses_or_is_a_spec_error(base, params, objective, seeds, trials, extra):
     raw = {"name": "t", "base": base, "params": params, "objective": objective, "seeds": seeds, "trials": trials, **extra}
     _settles(lambda: parse_tune_config(raw))

@@ -96,6 +96,7 @@ def assert_each_record_once(root: Path, expected: dict[str, pd.DataFrame]) -> No
 
 
 # -- a compaction killed between writing the merged file and deleting the parts ----------------
+@pytest.mark.slow
 @pytest.mark.parametrize("table, nth", [("runs", 1), ("jobs", 1), ("jobs", 3), ("segments", 2)])
 def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_path, table, nth):
     # Reported: SIGKILL between writing the merged file and deleting the parts doubled every
@@ -148,6 +149,7 @@ def test_a_reader_that_lists_the_files_before_a_compaction_deletes_them_lists_ag
     assert table.num_rows == 8 * 300
 
 
+@pytest.mark.slow
 def test_a_merged_file_damaged_after_a_killed_compaction_is_named_and_moving_it_out_recovers(tmp_path, capsys):
     # The merged file is what makes the parts it lists obsolete: moved out (as the message
     # says), the parts still on disk hold the rows again.
@@ -218,6 +220,7 @@ def old_format(root: Path) -> None:
             path.unlink()
 
 
+@pytest.mark.slow
 def test_a_store_written_before_the_write_counter_still_reads_newest_by_time_then_counts_newer(tmp_path):
     # Rows without the counter are older than any row with it; among themselves the newest
     # by written_at wins, as it did when they were written.

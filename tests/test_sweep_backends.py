@@ -73,6 +73,7 @@ def test_process_backend_stores_the_same_rows_as_serial(tmp_path, serial_run):
     _check_same_as_serial(tmp_path / "same", serial_run)
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_backend_stores_the_same_rows_as_serial(tmp_path, serial_run, ray_cluster):
     outcome = run_sweep(small_config("same"), tmp_path, backend="ray", with_jobs=True, progress=False)

@@ -220,6 +220,7 @@ def test_rerun_computes_nothing_and_leaves_the_store_unchanged(tmp_path):
     assert sorted(read_table(root / "runs").column("cell_id").to_pylist()) == sorted(c.cell_id for c in first.cells)
 
 
+@pytest.mark.slow
 def test_extending_the_grid_computes_only_the_new_cells(tmp_path):
     out = tmp_path / "out"
     small = load_sweep_config(write_config(tmp_path, "grow"))
@@ -243,6 +244,7 @@ def test_extending_the_grid_computes_only_the_new_cells(tmp_path):
     assert set(read_table(out / "grow" / "runs").column("cell_id").to_pylist()) == {c.cell_id for c in outcome.cells}
 
 
+@pytest.mark.slow
 def test_max_cells_limits_a_run_and_the_next_run_completes_the_rest(tmp_path):
     config = load_sweep_config(write_config(tmp_path, "limited"))
     out = tmp_path / "out"
@@ -261,6 +263,7 @@ def test_max_cells_limits_a_run_and_the_next_run_completes_the_rest(tmp_path):
     assert run_sweep(config, out, backend="serial", progress=False).computed == 0
 
 
+@pytest.mark.slow
 def test_force_recomputes_every_cell_and_readers_see_one_row_per_cell(tmp_path):
     config = load_sweep_config(write_config(tmp_path, "forced"))
     out = tmp_path / "out"
@@ -282,6 +285,7 @@ def test_force_recomputes_every_cell_and_readers_see_one_row_per_cell(tmp_path):
     assert run_sweep(config, out, backend="serial", progress=False).computed == 0
 
 
+@pytest.mark.slow
 def test_cli_max_cells_and_force_flags_reach_the_driver(tmp_path, capsys):
     config = str(write_config(tmp_path, "flags"))
     out = str(tmp_path / "out")
@@ -297,6 +301,7 @@ def test_cli_max_cells_and_force_flags_reach_the_driver(tmp_path, capsys):
 
 
 # -- crashes ------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["serial", "process"])
 def test_sigkill_mid_sweep_leaves_a_whole_store_that_resumes_to_the_same_values(tmp_path, reference, backend):
     config = crash_config(tmp_path, reference)
@@ -329,6 +334,7 @@ def test_sigkill_mid_sweep_leaves_a_whole_store_that_resumes_to_the_same_values(
     pd.testing.assert_frame_equal(comparable(runs), reference["rows"])
 
 
+@pytest.mark.slow
 def test_a_leftover_temporary_file_of_a_killed_write_is_invisible(tmp_path, reference):
     """What a kill between ``write_table`` and ``rename`` leaves: a truncated ``.part-*.tmp``."""
     config = crash_config(tmp_path, reference)
@@ -346,6 +352,7 @@ def test_a_leftover_temporary_file_of_a_killed_write_is_invisible(tmp_path, refe
     pd.testing.assert_frame_equal(comparable(runs), reference["rows"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["serial", "process"])
 def test_sigint_exits_130_keeps_whole_rows_and_resume_finishes(tmp_path, reference, backend):
     """SIGINT to the ``tiersweep`` process (``kill -INT``; the real ``python -m tiersweep`` with
@@ -390,6 +397,7 @@ def pool_workers(proc: subprocess.Popen) -> list[int]:
     return sorted(workers)
 
 
+@pytest.mark.slow
 def test_a_killed_pool_worker_does_not_take_the_sweep_down(tmp_path):
     """``ProcessBackend``: a dead worker (e.g. the OOM killer) costs a retry, not the sweep.
     36 cells in small batches, so that many are still queued when the worker dies."""

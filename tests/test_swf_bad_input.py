@@ -332,6 +332,7 @@ def valid_tables(draw, integers_only: bool = False) -> np.ndarray:
     return table
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(table=valid_tables(), name=st.sampled_from(["t.swf", "t.swf.gz"]), lenient=st.booleans())
 def test_a_written_table_reads_back_equal(table, name, lenient):
@@ -343,6 +344,7 @@ def test_a_written_table_reads_back_equal(table, name, lenient):
     assert log.header["MaxProcs"] == "64" and log.malformed_skipped == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(table=valid_tables(integers_only=True), end=LINE_ENDS)
 def test_the_int_float_and_line_by_line_parsers_agree(table, end):

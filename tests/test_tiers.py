@@ -353,6 +353,7 @@ def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, polic
     assert_records_bitwise_equal(unrolled, generic, f"{policy} seed {seed}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 @pytest.mark.parametrize(("policy", "accuracy", "scope"), [("cmcbf", 1.0, "job"), ("amcbf", 0.0, "job"), ("amcbf", 0.0, "process")])
 def test_generic_path_equals_two_tier_path_on_kth(kth_path, monkeypatch, policy, accuracy, scope, compiled):

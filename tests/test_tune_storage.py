@@ -135,6 +135,7 @@ def _one_page(path: Path) -> None:
 DAMAGE = {"truncated": _truncate, "random bytes": _garbage, "one random page": _one_page}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", list(DAMAGE.values()), ids=list(DAMAGE))
 def test_a_damaged_storage_is_one_line_naming_the_file_and_the_recovery(study_copy, capsys, damage):
     db = study_copy / "tiny" / "study.db"
@@ -156,6 +157,7 @@ def test_a_damaged_storage_is_one_line_naming_the_file_and_the_recovery(study_co
     assert again.computed == 0
 
 
+@pytest.mark.slow
 def test_a_storage_deleted_while_the_tuner_runs(study_copy):
     root = study_copy / "tiny"
     parts_before = set((root / "runs").glob("*.parquet"))
@@ -224,6 +226,7 @@ def test_a_full_disk_is_one_line_and_the_study_resumes_after(study_copy, tiny_di
     assert [t.state.name for t in resumed.study.trials] == ["COMPLETE"] * (len(stopped) + 1)
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_is_one_line(study_copy):
     db = study_copy / "tiny" / "study.db"
     limit = db.stat().st_size + 4096  # the file cannot grow by more than a page
@@ -283,6 +286,7 @@ def invalid(params: dict[str, Any]) -> bool:
     return params == {"platform.tiers": 1, "policy.name": "amcbf"}
 
 
+@pytest.mark.slow
 def test_a_trial_whose_values_make_an_invalid_spec_fails_and_is_not_resumed(tmp_path):
     import optuna
 
@@ -306,6 +310,7 @@ def test_a_trial_whose_values_make_an_invalid_spec_fails_and_is_not_resumed(tmp_
     assert "RUNNING" not in {t.state.name for t in again}
 
 
+@pytest.mark.slow
 def test_a_study_left_with_an_invalid_running_trial_recovers(tmp_path):
     # As an earlier version left it: the invalid trial RUNNING, with no owner, resumed (and
     # failing) first on every run.
@@ -370,6 +375,7 @@ def test_a_configured_storage_password_is_in_no_output_and_no_file(tmp_path, cap
     assert "postgresql://tuner:***@127.0.0.1:9/studies" in (out / "tiny" / "manifest.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_ray_address_password_is_never_printed(tmp_path):
     config = write_yaml(tmp_path / "tune.yaml", tiny_raw())
     address = f"ray://user:{SECRET}@127.0.0.1:9"
