@@ -41,6 +41,7 @@ from ...errors import SpecError
 from ...params import Param, boolean, int_in, one_of
 from ..base import BasePlatform
 from .allocator import Allocator
+from .bookkeeping import Bookkeeping
 from .numerics import waterfill
 from .one_pass import OnePassAllocator, entitlements
 from .stats import OCCUPANCY_BINS, OccupancyStats
@@ -59,7 +60,7 @@ SHARE_PRESETS: dict[str, tuple[float, ...] | None] = {
 #: Allocator class by ``platform.allocation``. ``fixed_point`` stays the platform's default so
 #: that results computed before the choice existed are unchanged; ``paper`` gives every job at
 #: most the rate ``fixed_point`` does (see :mod:`.one_pass`).
-ALLOCATIONS: dict[str, type[Allocator]] = {
+ALLOCATIONS: dict[str, type[Bookkeeping]] = {
     "fixed_point": Allocator,
     "paper": OnePassAllocator,
 }
