@@ -98,7 +98,7 @@ progressive filling remains what the tests compare against for equal shares.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ...errors import TiersweepError
 from . import solver

@@ -13,7 +13,8 @@ fixed-point methods of :mod:`.solver`.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .numerics import breakpoint_level, granted_level
 
@@ -192,7 +193,7 @@ class Bookkeeping:
                 queued.add(j)
                 pending.append(j)
 
-    def touch_all(self, order: Sequence[int]) -> None:
+    def touch_all(self, order: Iterable[int]) -> None:
         """The rates of jobs ``order`` were set wholesale: recount the use, bump every machine."""
         self.usage = sum(self.rate[index] * job.size for index, job in self.jobs.items())
         self.changed.update(order)

@@ -6,12 +6,14 @@ independent of the numerical libraries installed.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["waterfill", "solve_sparse", "breakpoint_level", "granted_level"]
 
 
-def waterfill(shares: Sequence[float], lows: Sequence[float], highs: Sequence[float], capacity: float = 1.0) -> list[float]:
+def waterfill(
+    shares: Sequence[float], lows: Sequence[float], highs: Sequence[float], capacity: float = 1.0
+) -> list[float]:
     """Share-weighted max-min fair split of ``capacity``: ``clamp(lam * share, low, high)`` each.
 
     ``lam`` is the level at which the allocations sum to ``capacity``; when even the highs fit,
@@ -132,7 +134,9 @@ def breakpoint_level(points: list[tuple[float, float, float]], slope: float, k: 
     return cap if cap < x else x
 
 
-def granted_level(mine: Sequence[tuple[float, float]], others: Sequence[tuple[float, float, float]], cap: float) -> float:
+def granted_level(
+    mine: Sequence[tuple[float, float]], others: Sequence[tuple[float, float, float]], cap: float
+) -> float:
     """The largest ``x <= cap`` that one machine's water-filling grants each of a job's VMs.
 
     The job's VMs demand ``x``; the machine gives VM w ``clamp(lam * share_w, lo_w, hi_w)`` and

@@ -67,7 +67,7 @@ finish times exact; the result does not depend on the order jobs are evaluated i
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from .bookkeeping import Bookkeeping
 from .numerics import waterfill

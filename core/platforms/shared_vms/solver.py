@@ -20,7 +20,7 @@ a *fixed point* has every job at its best response.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from .bookkeeping import Bookkeeping
 from .numerics import solve_sparse
@@ -277,8 +277,8 @@ def newton(state: Bookkeeping, order: list[int]) -> bool:
                 for j, theirs in on[pair.machine].items():
                     if j == other or j not in where:
                         continue
-                    x = theirs.x
-                    if x is not None and (x < 0.0 or not prune or low < x * largest / theirs.smin):
+                    cached = theirs.x
+                    if cached is not None and (cached < 0.0 or not prune or low < cached * largest / theirs.smin):
                         theirs.x = None
     state.touch_all(order)
     whole = n == len(state.jobs)
