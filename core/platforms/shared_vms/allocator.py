@@ -65,9 +65,9 @@ Why not one-pass progressive filling
 ------------------------------------
 Classic max-min fairness is computed in one pass by progressive filling: raise every running
 job's rate together (here in proportion to a weight, the smallest share among its VMs), and
-freeze a job when a machine where it consumes fills up or it reaches its cap. It was measured
-against this solver before the solver was given this module (same states: the solver drove
-each run, and progressive filling was evaluated at every newly settled state):
+freeze a job when a machine where it consumes fills up or it reaches its cap. Measured against
+this solver on the same states (the solver drove each run, and progressive filling was
+evaluated at every newly settled state):
 
 * the tests of the platform and of its backfilling policy (27,428 settled states): all 19,354
   states with equal shares agree to 2.2e-16 (among them the worked examples of figures 3 and

@@ -58,9 +58,9 @@ SHARE_PRESETS: dict[str, tuple[float, ...] | None] = {
     "heterogeneous": (1.0, 1.0, 2.0, 4.0),  # defined for V = 4 only
 }
 
-#: Allocator class by ``platform.allocation``. ``fixed_point`` stays the platform's default so
-#: that results computed before the choice existed are unchanged; ``paper`` gives every job at
-#: most the rate ``fixed_point`` does (see :mod:`.one_pass`).
+#: Allocator class by ``platform.allocation``. ``fixed_point``, the work-conserving one, is the
+#: platform's default (a spec that names no allocation keeps its stored results); ``paper``
+#: gives every job at most the rate ``fixed_point`` does (see :mod:`.one_pass`).
 ALLOCATIONS: dict[str, type[Bookkeeping]] = {
     "fixed_point": Allocator,
     "paper": OnePassAllocator,
