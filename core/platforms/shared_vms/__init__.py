@@ -1,15 +1,21 @@
 """Platform ``shared_vms``: P machines, each hosting V VMs that share its CPU (paper 001, DESIGN 4.2).
 
-The package is five modules, one concept each:
+The package is seven modules, one concept each:
 
 * :mod:`.platform`: :class:`SharedVms`, the resources (which VM runs which job) and the
   queries policies make (EC, PC, FC, idle VMs), plus its spec parameters; ``allocation``
   picks the allocator (:data:`ALLOCATIONS`);
+* :mod:`.bookkeeping`: :class:`Bookkeeping`, what both allocations keep: which job holds which
+  VMs, the rates, the (job, machine) records, the queue of jobs to re-examine, and one
+  machine's water-filling at the current rates;
+* :mod:`.one_pass`: :class:`OnePassAllocator` (``allocation: paper``), paper 001's one-pass
+  split on that bookkeeping: each VM its share of its machine, each job at its slowest VM's,
+  the rest left idle;
 * :mod:`.allocator`: :class:`Allocator` (``allocation: fixed_point``), the running jobs' rates
   under share-weighted max-min fairness with the ripple effect, settled by a tuple of methods
   (:data:`SETTLE_PLAN`): work-conserving;
-* :mod:`.one_pass`: :class:`OnePassAllocator` (``allocation: paper``), paper 001's one-pass
-  split: each VM its share of its machine, each job at its slowest VM's, the rest left idle;
+* :mod:`.solver`: those methods, one function each (best responses, Newton,
+  Levenberg-Marquardt, the Jacobi brackets, the fallback);
 * :mod:`.numerics`: water-filling one machine and a deterministic sparse linear solve;
 * :mod:`.stats`: :class:`OccupancyStats`, utilisation, efficiency and utilisation per
   occupancy level integrated over time.
@@ -28,6 +34,7 @@ from .allocator import (
     AllocationError,
     Allocator,
 )
+from .bookkeeping import Bookkeeping, Pair
 from .numerics import solve_sparse, waterfill
 from .one_pass import OnePassAllocator, entitlements
 from .platform import ALLOCATIONS, SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
@@ -38,6 +45,8 @@ __all__ = [
     "SHARED_VMS_PARAMS",
     "AllocationError",
     "Allocator",
+    "Bookkeeping",
+    "Pair",
     "OnePassAllocator",
     "ALLOCATIONS",
     "entitlements",

@@ -6,12 +6,14 @@ independent of the numerical libraries installed.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-__all__ = ["waterfill", "solve_sparse", "breakpoint_level"]
+__all__ = ["waterfill", "solve_sparse", "breakpoint_level", "granted_level"]
 
 
-def waterfill(shares: Sequence[float], lows: Sequence[float], highs: Sequence[float], capacity: float = 1.0) -> list[float]:
+def waterfill(
+    shares: Sequence[float], lows: Sequence[float], highs: Sequence[float], capacity: float = 1.0
+) -> list[float]:
     """Share-weighted max-min fair split of ``capacity``: ``clamp(lam * share, low, high)`` each.
 
     ``lam`` is the level at which the allocations sum to ``capacity``; when even the highs fit,
@@ -130,3 +132,64 @@ def breakpoint_level(points: list[tuple[float, float, float]], slope: float, k: 
         slope -= c
     x = (1.0 - const) / slope
     return cap if cap < x else x
+
+
+def granted_level(
+    mine: Sequence[tuple[float, float]], others: Sequence[tuple[float, float, float]], cap: float
+) -> float:
+    """The largest ``x <= cap`` that one machine's water-filling grants each of a job's VMs.
+
+    The job's VMs demand ``x``; the machine gives VM w ``clamp(lam * share_w, lo_w, hi_w)`` and
+    the job's own VMs ``max(lo, x)``, with the level ``lam`` the largest ``x / share`` among the
+    job's VMs above their guarantee. The total is piecewise linear in ``x``; the answer is
+    where it reaches 1, found over its breakpoints.
+
+    Args:
+        mine: ``(share, lo)`` of each of the job's VMs on the machine.
+        others: ``(share, lo, hi)`` of every other VM (``hi``: its demand, at least ``lo``).
+        cap: The most ``x`` may be.
+    """
+
+    def total(x: float) -> float:
+        lam = 0.0
+        used = 0.0
+        for s, lo in mine:
+            if x > lo:
+                if x / s > lam:
+                    lam = x / s
+                used += x
+            else:
+                used += lo
+        for s, lo, hi in others:
+            a = lam * s
+            used += hi if a > hi else (lo if a < lo else a)
+        return used
+
+    if total(cap) <= 1.0:
+        return cap
+    sigmas = {s for s, _ in mine}
+    points = {0.0, cap}
+    points.update(lo for _, lo in mine if lo < cap)
+    for sigma in sigmas:
+        for s, lo, hi in others:
+            for bound in (lo, hi):
+                x = sigma * bound / s
+                if 0.0 < x < cap:
+                    points.add(x)
+    ordered = sorted(points)
+    previous = 0.0
+    for point in ordered[1:]:
+        value = total(point)
+        if value > 1.0:
+            # Linear on (previous, point]; a jump just after previous (a guarantee of its
+            # own reached) leaves previous as the answer.
+            mid = previous + 0.5 * (point - previous)
+            if not previous < mid < point:
+                return previous
+            slope = (value - total(mid)) / (point - mid)
+            if slope <= 0.0:
+                return previous
+            x = point - (value - 1.0) / slope
+            return previous if x <= previous else x
+        previous = point
+    return cap  # unreachable: total(cap) > 1

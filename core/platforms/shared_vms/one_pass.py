@@ -67,9 +67,9 @@ finish times exact; the result does not depend on the order jobs are evaluated i
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
-from .allocator import _MACHINE, _X, Allocator  # the (job, machine) pair record layout
+from .bookkeeping import Bookkeeping
 from .numerics import waterfill
 
 __all__ = ["OnePassAllocator", "entitlements"]
@@ -94,11 +94,12 @@ def entitlements(
     return waterfill(share, vm_min, highs)
 
 
-class OnePassAllocator(Allocator):
+class OnePassAllocator(Bookkeeping):
     """The running jobs' rates under the paper's one-pass allocation (see the module docstring).
 
-    Same interface as :class:`~.allocator.Allocator` (the platform cannot tell them apart):
-    :meth:`add` and :meth:`remove` queue the jobs on the machines they touch, :meth:`settle`
+    Same interface as :class:`~.allocator.Allocator` (the platform cannot tell them apart:
+    both are a :class:`~.bookkeeping.Bookkeeping`): :meth:`add` and :meth:`remove` queue the
+    jobs on the machines they touch, :meth:`settle`
     gives each queued job the smallest entitlement among its VMs. Nothing can fail to settle,
     so :attr:`fallbacks` and :attr:`newton_steps` stay 0; :attr:`evaluations` counts jobs
     re-evaluated.
@@ -111,15 +112,11 @@ class OnePassAllocator(Allocator):
         vm_max: Cap of each VM.
         vm_job: Job index per VM, -1 when idle (the platform's own list, read here).
         strict: Accepted for the same signature; nothing here can fail.
-
-    (The constructor is :class:`~.allocator.Allocator`'s, with no settling methods.)
     """
-
-    settle_plan = ()  # one pass: nothing to iterate
 
     def machine_entitlements(self, m: int) -> list[float]:
         """The entitlement of each VM of machine ``m`` now (by position on the machine)."""
-        slots = self._slots[m]
+        slots = self.slots[m]
         occ = self.vm_job
         return entitlements(
             [self.share[w] for w in slots],
@@ -132,16 +129,16 @@ class OnePassAllocator(Allocator):
         """Give every queued job the smallest entitlement among its VMs (one pass, no iteration).
 
         A job is queued when a task starts or ends on one of its machines, and its cached
-        entitlement there is cleared (:meth:`~.allocator.Allocator.add`,
-        :meth:`~.allocator.Allocator.remove`); the others are still valid, since entitlements
+        entitlement there is cleared (:meth:`~.bookkeeping.Bookkeeping.add`,
+        :meth:`~.bookkeeping.Bookkeeping.remove`); the others are still valid, since entitlements
         do not depend on rates. A job whose rate changes bumps the version of its machines
         (the platform caches PCs, which read the neighbours' use, by version).
         """
-        pending = self._pending
+        pending = self.pending
         if not pending:
             return
-        queued, pairs_of, groups_of = self._queued, self._pairs, self.groups
-        rate, jobs, changed, version = self.rate, self.jobs, self._changed, self.version
+        queued, pairs_of, groups_of = self.queued, self.pairs, self.groups
+        rate, jobs, changed, version = self.rate, self.jobs, self.changed, self.version
         V = self.vms
         split: dict[int, list[float]] = {}  # this settling's machine entitlements
         evaluations = 0
@@ -153,14 +150,14 @@ class OnePassAllocator(Allocator):
             groups = groups_of[index]
             best = math.inf
             for pair in pairs_of[index]:
-                x = pair[_X]
+                x = pair.x
                 if x is None:
-                    m = pair[_MACHINE]
+                    m = pair.machine
                     e = split.get(m)
                     if e is None:
                         e = split[m] = self.machine_entitlements(m)
                     base = m * V
-                    x = pair[_X] = min(e[v - base] for v in groups[m])
+                    x = pair.x = min(e[v - base] for v in groups[m])
                 if x < best:
                     best = x
             old = rate[index]

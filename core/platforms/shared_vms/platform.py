@@ -32,7 +32,8 @@ level) are kept by an :class:`~.stats.OccupancyStats` fed from :meth:`SharedVms.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from ...errors import SpecError
 from ...params import Param, boolean, int_in, one_of
 from ..base import BasePlatform
 from .allocator import Allocator
+from .bookkeeping import Bookkeeping
 from .numerics import waterfill
 from .one_pass import OnePassAllocator, entitlements
 from .stats import OCCUPANCY_BINS, OccupancyStats
@@ -56,19 +58,22 @@ SHARE_PRESETS: dict[str, tuple[float, ...] | None] = {
     "heterogeneous": (1.0, 1.0, 2.0, 4.0),  # defined for V = 4 only
 }
 
-#: Allocator class by ``platform.allocation``. ``fixed_point`` stays the platform's default so
-#: that results computed before the choice existed are unchanged; ``paper`` gives every job at
-#: most the rate ``fixed_point`` does (see :mod:`.one_pass`).
-ALLOCATIONS: dict[str, type[Allocator]] = {
+#: Allocator class by ``platform.allocation``. ``fixed_point``, the work-conserving one, is the
+#: platform's default (a spec that names no allocation keeps its stored results); ``paper``
+#: gives every job at most the rate ``fixed_point`` does (see :mod:`.one_pass`).
+ALLOCATIONS: dict[str, type[Bookkeeping]] = {
     "fixed_point": Allocator,
     "paper": OnePassAllocator,
 }
+
 
 def _per_vm(key: str, value: Any, vms: int, low: float, high: float, *, low_open: bool, high_open: bool) -> list[float]:
     """A number for every VM position, or a list of ``vms`` numbers, each within bounds."""
     values = [value] * vms if isinstance(value, (int, float)) and not isinstance(value, bool) else value
     if not isinstance(values, (list, tuple)) or len(values) != vms:
-        raise SpecError(f"platform.{key}: expected a number or a list of {vms} numbers (one per VM of a machine), got {value!r}")
+        raise SpecError(
+            f"platform.{key}: expected a number or a list of {vms} numbers (one per VM of a machine), got {value!r}"
+        )
     out = []
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -112,19 +117,29 @@ def _shares(value: Any) -> str | list[float]:
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value)
     ):
         return [float(v) for v in value]
-    raise ValueError(f"expected {' or '.join(SHARE_PRESETS)} or a list of positive shares (one per VM of a machine), got {value!r}")
+    raise ValueError(
+        f"expected {' or '.join(SHARE_PRESETS)} or a list of positive shares (one per VM of a machine), got {value!r}"
+    )
 
 
 #: The spec keys of ``platform: {kind: shared_vms}`` (registered in :mod:`tiersweep.core.platforms`).
 SHARED_VMS_PARAMS: dict[str, Param] = {
-    "machines": Param(int_in(1, 10_000_000, "each machine's VMs take memory"), default=64, doc="physical machines P, each of CPU capacity 1 (paper 001: 64)"),
-    "vms": Param(int_in(1, 4096, "each VM holds one task"), default=4, doc="VMs per machine V, one task each (paper 001: 4)"),
+    "machines": Param(
+        int_in(1, 10_000_000, "each machine's VMs take memory"),
+        default=64,
+        doc="physical machines P, each of CPU capacity 1 (paper 001: 64)",
+    ),
+    "vms": Param(
+        int_in(1, 4096, "each VM holds one task"), default=4, doc="VMs per machine V, one task each (paper 001: 4)"
+    ),
     "shares": Param(
         _shares,
         default="homogeneous",
         doc="VM shares by position on every machine: homogeneous (all 1), heterogeneous (1,1,2,4) or a list",
     ),
-    "max": Param(_number_or_list(0.0, 1.0, True), default=1.0, doc="VM caps in (0, 1]: one for all, or a list by position"),
+    "max": Param(
+        _number_or_list(0.0, 1.0, True), default=1.0, doc="VM caps in (0, 1]: one for all, or a list by position"
+    ),
     "allocation": Param(
         one_of(*ALLOCATIONS),
         default="fixed_point",
@@ -145,7 +160,10 @@ SHARED_VMS_PARAMS: dict[str, Param] = {
 
 
 def _sharing(
-    vms: int, shares: str | Sequence[float], max: float | Sequence[float], min: float | Sequence[float]  # noqa: A002
+    vms: int,
+    shares: str | Sequence[float],
+    max: float | Sequence[float],
+    min: float | Sequence[float],  # noqa: A002
 ) -> tuple[list[float], list[float], list[float]]:
     """The per-position shares, caps and guarantees, checked together (the checks that involve
     more than one key; each key alone is checked by its Param).
@@ -239,7 +257,9 @@ class SharedVms(BasePlatform):
     ) -> None:
         share_list, max_list, min_list = _sharing(vms, shares, max, min)
         if allocation not in ALLOCATIONS:
-            raise SpecError(f"platform.allocation: unknown value {allocation!r}; valid choices: {', '.join(ALLOCATIONS)}")
+            raise SpecError(
+                f"platform.allocation: unknown value {allocation!r}; valid choices: {', '.join(ALLOCATIONS)}"
+            )
         self.machines = machines
         self.vms = vms
         #: The allocation's name (a key of :data:`ALLOCATIONS`).
@@ -408,7 +428,6 @@ class SharedVms(BasePlatform):
             if self.vm_job[vm] != -1:
                 return f"VM {vm} (machine {vm // self.vms}) is busy"
         return None
-
 
     def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
         held = sorted(self._idle)[: job.size] if nodes is None else [int(v) for v in nodes]
