@@ -11,6 +11,7 @@ import pytest
 
 from tiersweep.core.platforms import PLATFORMS
 from tiersweep.core.policies import POLICIES
+from tiersweep.sweep.backends import BACKENDS
 
 GUIDE = Path(__file__).resolve().parent.parent / "CONTRIBUTING.md"
 FENCE = re.compile(r"^```python contributing-example\n(.*?)^```$", re.S | re.M)
@@ -28,12 +29,12 @@ def examples() -> list[tuple[str, str]]:
 
 def test_the_guide_has_an_example_for_each_written_section():
     sections = [section for section, _ in examples()]
-    assert sections == ["A policy", "A platform", "A report figure"]
+    assert sections == ["A policy", "A platform", "A metric", "A backend", "A report figure"]
 
 
 @pytest.mark.parametrize(("section", "code"), examples(), ids=[section for section, _ in examples()])
 def test_example_runs_as_written(section, code):
-    policies, platforms = set(POLICIES), set(PLATFORMS)
+    policies, platforms, backends = set(POLICIES), set(PLATFORMS), set(BACKENDS)
     try:
         exec(compile(code, f"{GUIDE}: {section}", "exec"), {"__name__": "contributing_example"})
     finally:
@@ -41,3 +42,5 @@ def test_example_runs_as_written(section, code):
             POLICIES.pop(name)
         for name in set(PLATFORMS) - platforms:
             PLATFORMS.pop(name)
+        for name in set(BACKENDS) - backends:
+            BACKENDS.pop(name)
