@@ -6,9 +6,17 @@ through the same Parquet store, so a cell already computed (by this study, an ea
 it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
 trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
 ids are kept as trial attributes. A trial with a failed cell, or whose values make an invalid
-spec, is told as failed (with the error) and the study goes on. The study lives in an Optuna
-storage (an SQLite file next to the results by default, or any storage URL, ``journal:PATH``
-for a journal file: see :mod:`~tiersweep.sweep.study_storage`); re-running continues it.
+spec, is told as failed (with the error) and the study goes on.
+
+With one objective, each cell's value is reported to Optuna as it finishes (the cell's index
+is the step), and with a pruner (:mod:`~tiersweep.sweep.tune_pruning`) a trial runs its cells
+a few at a time in the study's common order: once the pruner finds it worse than the best
+trial it is told as pruned and its remaining cells are never run (their ids are kept as the
+``skipped_cell_ids`` attribute); a failed cell stops its trial the same way.
+
+The study lives in an Optuna storage (an SQLite file next to the results by default, or any
+storage URL, ``journal:PATH`` for a journal file: see :mod:`~tiersweep.sweep.study_storage`);
+re-running continues it, a trial an interrupted run left half done included.
 """
 
 from __future__ import annotations
@@ -166,11 +174,11 @@ class _Trials:
         must be computed, and whether a known (stored) cell was handed out."""
         width = self.width or len(evaluation.order)
         todo, reused = [], False
-        while evaluation.stopping is None and evaluation.started < len(evaluation.order):
-            if len(evaluation.waiting()) >= width:
-                break
+        in_flight = len(evaluation.waiting())
+        while evaluation.stopping is None and evaluation.started < len(evaluation.order) and in_flight < width:
             cell = evaluation.cells[evaluation.order[evaluation.started]]
             evaluation.started += 1
+            in_flight += 1
             if cell.cell_id in self.known:
                 self.reused += 1
                 reused = True

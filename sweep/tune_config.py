@@ -344,7 +344,9 @@ def _pruner(raw: Any, objectives: int) -> tuple[str, float, int]:
     if name not in PRUNERS:
         raise SpecError(f"pruner.name: unknown value {name!r}; valid choices: {', '.join(PRUNERS)}")
     if name != "none" and objectives > 1:
-        raise SpecError("pruner: a study of several objectives cannot be pruned (Optuna prunes one objective); use none")
+        raise SpecError(
+            "pruner: a study of several objectives cannot be pruned (Optuna prunes one objective); use none"
+        )
     p_threshold = raw.get("p_threshold", DEFAULT_P_THRESHOLD)
     if isinstance(p_threshold, bool) or not isinstance(p_threshold, (int, float)) or not 0 < p_threshold < 1:
         raise SpecError(f"pruner.p_threshold: expected a p-value between 0 and 1 (exclusive), got {p_threshold!r}")

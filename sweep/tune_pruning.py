@@ -26,12 +26,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PRUNERS", "DEFAULT_P_THRESHOLD", "make_pruner", "instance_order", "PruningSummary", "pruning_summary"]
+__all__ = [
+    "PRUNERS", "DEFAULT_P_THRESHOLD", "SKIPPED", "make_pruner", "instance_order", "PruningSummary", "pruning_summary",
+    "skipped_json",
+]
 
 #: Pruners by config name (``none`` runs every cell of every trial).
 PRUNERS = ("wilcoxon", "none")
-#: The default p-value threshold: Optuna's, and, with eight instances, low enough that a trial
-#: is stopped only after four of them all came out worse than the best's.
+#: The default p-value threshold, Optuna's: a trial is stopped at the earliest after four paired
+#: cells, all worse than the best trial's (p = 1/16). The test is repeated after every cell, so
+#: the chance of stopping a trial as good as the best is above the nominal 0.1 (Optuna's pruner
+#: also requires the trial's mean so far to be worse than the best trial's mean).
 DEFAULT_P_THRESHOLD = 0.1
 #: The trial attribute listing the cells a stopped trial did not run (JSON in trials.parquet).
 SKIPPED = "skipped_cell_ids"

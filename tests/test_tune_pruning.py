@@ -36,7 +36,10 @@ from sweep_helpers import tiny_tune_raw, write_yaml
 
 SEEDS = 6
 TRIALS = 8
-PARAMS = {"policy.bg_threshold": {"low": 0.5, "high": 1.0}, "policy.migration_cost": {"low": 0, "high": 600, "type": "int"}}
+PARAMS = {
+    "policy.bg_threshold": {"low": 0.5, "high": 1.0},
+    "policy.migration_cost": {"low": 0, "high": 600, "type": "int"},
+}
 
 
 def small_raw(name: str = "small", **changes: Any) -> dict[str, Any]:
@@ -116,7 +119,10 @@ def test_pruning_saves_cell_runs_and_keeps_the_best(unpruned, pruned, capsys):
     assert len(load(root).trials) == TRIALS and set(stored(root)) == set(rows)
     assert "0 cells computed now" in printed
     share = f"{skipped_total / (TRIALS * SEEDS):.0%}"
-    line = f"pruning (wilcoxon, p < 0.1): {len(pruned_trials)} trials pruned, {skipped_total} of {TRIALS * SEEDS} cell runs saved ({share})"
+    line = (
+        f"pruning (wilcoxon, p < 0.1): {len(pruned_trials)} trials pruned, "
+        f"{skipped_total} of {TRIALS * SEEDS} cell runs saved ({share})"
+    )
     assert line in printed.splitlines()
     assert "importance for mean_bsld (PED-ANOVA, complete trials): policy." in printed
 
@@ -174,7 +180,8 @@ def test_a_study_interrupted_mid_trial_resumes_that_trial(pruned, tmp_path):
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'small' / 'study.db'}"
     child = subprocess.Popen(
-        [sys.executable, "-m", "tiersweep", "tune", str(config), "--out", str(out), "--backend", "serial", "--no-plots"],
+        [sys.executable, "-m", "tiersweep", "tune", str(config), "--out", str(out), "--backend", "serial"]
+        + ["--no-plots"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
