@@ -404,7 +404,9 @@ def _run_study(
                     continue
                 if step not in evaluation.reported_before:
                     evaluation.trial.report(value, step)
-                if evaluation.stopping is None and config.pruner != "none" and evaluation.trial.should_prune():
+                # (A trial with every cell handed out has nothing left to save: it completes.)
+                more = evaluation.started < len(evaluation.order)
+                if more and evaluation.stopping is None and config.pruner != "none" and evaluation.trial.should_prune():
                     evaluation.stopping = "pruned"
             todo, reused = state.hand_out(evaluation)
             runner.submit(todo)
