@@ -6,9 +6,17 @@ through the same Parquet store, so a cell already computed (by this study, an ea
 it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
 trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
 ids are kept as trial attributes. A trial with a failed cell, or whose values make an invalid
-spec, is told as failed (with the error) and the study goes on. The study lives in an Optuna
-storage (an SQLite file next to the results by default, or any storage URL, ``journal:PATH``
-for a journal file: see :mod:`~tiersweep.sweep.study_storage`); re-running continues it.
+spec, is told as failed (with the error) and the study goes on.
+
+With one objective, each cell's value is reported to Optuna as it finishes (the cell's index
+is the step), and with a pruner (:mod:`~tiersweep.sweep.tune_pruning`) a trial runs its cells
+a few at a time in the study's common order: once the pruner finds it worse than the best
+trial it is told as pruned and its remaining cells are never run (their ids are kept as the
+``skipped_cell_ids`` attribute); a failed cell stops its trial the same way.
+
+The study lives in an Optuna storage (an SQLite file next to the results by default, or any
+storage URL, ``journal:PATH`` for a journal file: see :mod:`~tiersweep.sweep.study_storage`);
+re-running continues it, a trial an interrupted run left half done included.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from .redact import redact
 from .store import Store, read_table, spec_column_types
 from .study_storage import default_storage_url, make_storage, storage_errors, storage_url
 from .tune_config import TuneConfig, _corners, trial_plan, trial_spec
+from .tune_pruning import SKIPPED, instance_order, make_pruner, skipped_json
 
 __all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage"]
 
@@ -100,14 +109,49 @@ def _grid_size(config: TuneConfig) -> int:
     return size
 
 
-class _Trials:
-    """Cells of each trial, and the rows known so far (from the store or just computed)."""
+@dataclass
+class _Evaluation:
+    """One trial under way: its cells (a cell's index is the step it reports), the order they
+    run in, and what is known of them so far."""
 
-    def __init__(self, config: TuneConfig, known: dict[str, dict[str, Any]]) -> None:
+    trial: Any
+    cells: list[Cell]
+    order: list[int]
+    #: Steps reported before this run (a trial an interrupted run left behind).
+    reported_before: frozenset[int] = frozenset()
+    #: How many cells of ``order`` have been handed out (submitted, awaited or reused).
+    started: int = 0
+    #: Step -> the cell's row, once known.
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Why the trial stops before its last cell (``pruned``, ``failed``); the cells it has in
+    #: flight are still awaited and reported.
+    stopping: str | None = None
+
+    def waiting(self) -> list[int]:
+        """Steps handed out whose rows are not known yet."""
+        return [step for step in self.order[: self.started] if step not in self.rows]
+
+    @property
+    def finished(self) -> bool:
+        """Whether the trial can be told: nothing in flight, and stopped or run to the end."""
+        return not self.waiting() and (self.stopping is not None or self.started == len(self.order))
+
+
+class _Trials:
+    """Trials under way, and the rows known so far (from the store or just computed).
+
+    Each trial runs its cells in the study's common order, at most ``width`` of them in flight
+    at once (all of them when the study is not pruned), so that a pruned trial leaves the rest
+    unrun.
+    """
+
+    def __init__(self, config: TuneConfig, known: dict[str, dict[str, Any]], width: int | None) -> None:
         self.config = config
         self.known = known
+        self.width = width
+        self.order = instance_order(len(config.variants) * len(config.seeds), config.sampler_seed)
         self.next_index = 0
-        self.pending: dict[int, tuple[Any, list[str]]] = {}  # trial number -> (trial, cell ids)
+        self.pending: dict[int, _Evaluation] = {}  # trial number -> its evaluation
         self.submitted: set[str] = set()
         self.reused = 0
 
@@ -120,31 +164,52 @@ class _Trials:
                 self.next_index += 1
         return cells
 
-    def add(self, trial: Any, cells: list[Cell]) -> list[Cell]:
-        """Register a trial; return the cells that must be computed."""
-        ids = [c.cell_id for c in cells]
-        self.pending[trial.number] = (trial, ids)
-        todo = []
-        for cell in cells:
+    def add(self, trial: Any, cells: list[Cell], reported_before: frozenset[int] = frozenset()) -> _Evaluation:
+        """Register a trial (to be advanced with :meth:`hand_out`)."""
+        evaluation = _Evaluation(trial, cells, self.order, reported_before)
+        self.pending[trial.number] = evaluation
+        return evaluation
+
+    def hand_out(self, evaluation: _Evaluation) -> tuple[list[Cell], bool]:
+        """Hand out the trial's next cells, up to its width in flight; return the cells that
+        must be computed, and whether a known (stored) cell was handed out."""
+        width = self.width or len(evaluation.order)
+        todo, reused = [], False
+        in_flight = len(evaluation.waiting())
+        while evaluation.stopping is None and evaluation.started < len(evaluation.order) and in_flight < width:
+            cell = evaluation.cells[evaluation.order[evaluation.started]]
+            evaluation.started += 1
+            in_flight += 1
             if cell.cell_id in self.known:
                 self.reused += 1
+                reused = True
             elif cell.cell_id not in self.submitted:
                 self.submitted.add(cell.cell_id)
                 todo.append(cell)
-        return todo
+        return todo, reused
 
     def record(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
             self.known[outcome.cell_id] = outcome.row
 
-    def ready(self) -> list[tuple[Any, list[dict[str, Any]]]]:
-        """Trials whose every cell is known, removed from the pending set."""
-        done = []
-        for number, (trial, ids) in list(self.pending.items()):
-            if all(i in self.known for i in ids):
-                del self.pending[number]
-                done.append((trial, [self.known[i] for i in ids]))
-        return done
+    def arrived(self, evaluation: _Evaluation) -> list[tuple[int, dict[str, Any]]]:
+        """The trial's cells whose rows became known since last asked, in the common order,
+        now recorded in ``evaluation.rows``."""
+        new = []
+        for step in evaluation.waiting():
+            row = self.known.get(evaluation.cells[step].cell_id)
+            if row is not None:
+                evaluation.rows[step] = row
+                new.append((step, row))
+        return new
+
+
+def _cell_value(config: TuneConfig, row: Mapping[str, Any]) -> float | None:
+    """The first objective's value in a cell's row; None when the cell failed or it is nan."""
+    if row.get("status") != "ok":
+        return None
+    value = float(row[config.objectives[0][0]])
+    return None if math.isnan(value) else value
 
 
 def _evaluate(config: TuneConfig, rows: list[Mapping[str, Any]]) -> tuple[list[float] | None, dict[str, Any]]:
@@ -261,6 +326,7 @@ def _open_study(config: TuneConfig, url: str, storage: Any) -> Any:
             study_name=config.study_name,
             storage=storage,
             sampler=_sampler(config, existing),
+            pruner=make_pruner(config.pruner, config.p_threshold, config.startup_steps),
             directions=directions,
             load_if_exists=True,
         )
@@ -299,11 +365,14 @@ def _run_study(
     defaults = _defaults(config)
     if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
         study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
-    state = _Trials(config, known)
+    state = _Trials(config, known, None)
     runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, on_outcomes=state.record)
-    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED)
     done = sum(t.state in finished_states for t in study.trials)
     bar = None
+    # Intermediate values are reported for one objective only (Optuna's limit), pruned or not:
+    # an unpruned study's trials then still pair with a later run's that prunes.
+    reports = len(config.objectives) == 1
 
     def told() -> None:
         nonlocal done
@@ -311,9 +380,9 @@ def _run_study(
         if bar is not None:
             bar.update(1)
 
-    def submit(trial: Any, params: Mapping[str, Any]) -> None:
-        """Submit the trial's cells; a trial whose values make an invalid spec fails now, so
-        that no later run resumes it (it would fail the same way, first, every time)."""
+    def submit(trial: Any, params: Mapping[str, Any], reported: frozenset[int] = frozenset()) -> None:
+        """Start the trial's evaluation; a trial whose values make an invalid spec fails now,
+        so that no later run resumes it (it would fail the same way, first, every time)."""
         try:
             cells = state.cells(params)
         except SpecError as error:
@@ -321,10 +390,56 @@ def _run_study(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             told()
             return
-        runner.submit(state.add(trial, cells))
+        advance(state.add(trial, cells, reported))
+
+    def advance(evaluation: _Evaluation) -> None:
+        """Report the trial's newly known cells, decide whether it stops, hand out its next
+        cells, and tell it once it is finished."""
+        while True:
+            for step, row in state.arrived(evaluation):
+                value = _cell_value(config, row)
+                if value is None:
+                    evaluation.stopping = evaluation.stopping or "failed"
+                    continue
+                if not reports:
+                    continue
+                if step not in evaluation.reported_before:
+                    evaluation.trial.report(value, step)
+                # (A trial with every cell handed out has nothing left to save: it completes.)
+                more = evaluation.started < len(evaluation.order)
+                if more and evaluation.stopping is None and config.pruner != "none" and evaluation.trial.should_prune():
+                    evaluation.stopping = "pruned"
+            todo, reused = state.hand_out(evaluation)
+            runner.submit(todo)
+            if not reused:
+                break
+        if evaluation.finished:
+            del state.pending[evaluation.trial.number]
+            finish(evaluation)
+
+    def finish(evaluation: _Evaluation) -> None:
+        trial = evaluation.trial
+        rows = [evaluation.rows[step] for step in sorted(evaluation.rows)]
+        values, attrs = _evaluate(config, rows)
+        skipped = [evaluation.cells[step].cell_id for step in evaluation.order[evaluation.started :]]
+        if skipped:
+            attrs[SKIPPED] = skipped
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        if values is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        elif evaluation.stopping == "pruned":
+            # The mean over the cells it ran: not comparable with a complete trial's, kept
+            # apart from the objective so that a pruned trial is never taken for the best.
+            trial.set_user_attr(f"partial.{config.objectives[0][0]}", values[0])
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, values if len(values) > 1 else values[0])
+        told()
 
     # Trials left running by an interrupted run are evaluated now, under their own numbers;
-    # only those whose tuner is gone (another live tuner is still running its own).
+    # only those whose tuner is gone (another live tuner is still running its own). The
+    # cells they had finished are in the store, their values already reported.
     owner = _owner()
     left = [
         frozen
@@ -337,26 +452,25 @@ def _run_study(
 
         bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
     try:
-        for frozen in left:
-            trial = optuna.trial.Trial(study, frozen._trial_id)
-            trial.set_user_attr(OWNER, owner)
-            submit(trial, frozen.params)
         with runner:
+            workers = runner.workers if backend != "serial" else 1
+            limit = parallel or workers
+            if config.pruner != "none":
+                # Each trial keeps only its share of the workers busy (one cell when there are
+                # as many trials in flight as workers): a trial that is stopped then leaves
+                # its remaining cells unrun.
+                state.width = max(1, workers // limit)
+            for frozen in left:
+                trial = optuna.trial.Trial(study, frozen._trial_id)
+                trial.set_user_attr(OWNER, owner)
+                submit(trial, frozen.params, frozenset(frozen.intermediate_values))
             while done + len(state.pending) < target or state.pending:
-                limit = parallel or (runner.workers if backend != "serial" else 1)
                 while done + len(state.pending) < target and len(state.pending) < limit:
                     trial = study.ask(distributions)
                     trial.set_user_attr(OWNER, owner)
                     submit(trial, trial.params)
-                for trial, rows in state.ready():
-                    values, attrs = _evaluate(config, rows)
-                    for key, value in attrs.items():
-                        trial.set_user_attr(key, value)
-                    if values is None:
-                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                    else:
-                        study.tell(trial, values if len(values) > 1 else values[0])
-                    told()
+                for evaluation in list(state.pending.values()):
+                    advance(evaluation)
                 if state.pending and runner.busy:
                     runner.step()
             baseline_cells = state.cells(defaults)
@@ -407,7 +521,7 @@ def _owner_gone(owner: str | None) -> bool:
 def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     """Write every trial to ``ROOT/trials/trials.parquet`` (replacing it): number, state, one
     ``params.<key>`` column per parameter, one column per objective (the mean), its spread,
-    the cell ids (JSON), error and times."""
+    the cell ids it ran and those it skipped when stopped early (JSON), error and times."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -422,6 +536,7 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
             row[metric] = value
             row[f"spread.{metric}"] = trial.user_attrs.get(f"spread.{metric}")
         row["cell_ids"] = json.dumps(trial.user_attrs.get("cell_ids", []))
+        row[SKIPPED] = skipped_json(trial)
         row["error"] = trial.user_attrs.get("error")
         row["datetime_start"] = trial.datetime_start
         row["datetime_complete"] = trial.datetime_complete

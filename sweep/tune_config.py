@@ -16,7 +16,13 @@
     trials: 30
     parallel: 2                               # trials in flight (default: the backend's workers)
     sampler: {name: tpe, seed: 0}             # tpe | random | grid | cmaes
+    pruner: {name: wilcoxon, p_threshold: 0.1, startup_steps: 2}   # or none (default: this, for one objective)
     study: {name: tune_smcbf, storage: null}  # default: sqlite file next to the results
+
+The pruner stops a trial whose first cells are significantly worse than the best trial's on
+the same cells (see :mod:`~tiersweep.sweep.tune_pruning`); ``pruner: none`` runs every cell of
+every trial. It is on by default for one objective and off for several (Optuna prunes
+single-objective studies only).
 
 Relative trace paths in a config file (in ``base``, in ``variants``, in a parameter's
 ``choices``) are taken from the file's folder; ``--set`` values from the current directory.
@@ -35,11 +41,15 @@ from ..core.plan import RunPlan
 from ..core.spec import canonical_key, plan_run, set_key
 
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
+from .tune_pruning import DEFAULT_P_THRESHOLD, PRUNERS
 from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
 
 __all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "override_base", "SAMPLERS"]
 
-_TOP_KEYS = ("name", "description", "base", "params", "objective", "seeds", "seed", "variants", "trials", "parallel", "sampler", "study")
+_TOP_KEYS = (
+    "name", "description", "base", "params", "objective", "seeds", "seed", "variants", "trials", "parallel", "sampler",
+    "pruner", "study",
+)
 #: Samplers by config name.
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
 
@@ -86,6 +96,11 @@ class TuneConfig:
     sampler_seed: int | None
     study_name: str
     storage: str | None
+    #: ``wilcoxon`` or ``none`` (see :mod:`~tiersweep.sweep.tune_pruning`).
+    pruner: str = "none"
+    #: The pruner's p-value threshold, and the paired cells it needs before it may stop a trial.
+    p_threshold: float = DEFAULT_P_THRESHOLD
+    startup_steps: int = 2
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     #: The config file's text as read (None for a config built from a mapping; not compared:
     #: where the config came from, not what it is).
@@ -269,6 +284,7 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         raise SpecError("sampler: grid needs every parameter given as choices")
     if sampler_name == "cmaes" and (len(objectives) > 1 or any(p.kind == "categorical" for p in params)):
         raise SpecError("sampler: cmaes needs one objective and numeric ranges only")
+    pruner, p_threshold, startup_steps = _pruner(raw.get("pruner", _UNSET), len(objectives))
     study = raw.get("study") or {}
     if not isinstance(study, Mapping):
         raise SpecError("study: expected {name: ..., storage: ...}")
@@ -290,6 +306,9 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         sampler_seed=sampler_seed,
         study_name=study.get("name", name),
         storage=study.get("storage"),
+        pruner=pruner,
+        p_threshold=p_threshold,
+        startup_steps=startup_steps,
         raw=dict(raw),
     )
     specs = [trial_spec(config, values, variant, config.seeds[0]) for values in _corners(params) for variant in config.variants]
@@ -302,6 +321,40 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
             valid = sorted(m for m in known if not m.startswith("report.") and m != "span_start_time")
             raise SpecError(f"objective.{metric}: unknown metric; valid metrics for these runs: {', '.join(valid)}")
     return config
+
+
+#: A config without a ``pruner`` key.
+_UNSET = object()
+
+
+def _pruner(raw: Any, objectives: int) -> tuple[str, float, int]:
+    """``(name, p_threshold, startup_steps)`` of the config's ``pruner`` (:data:`_UNSET` when
+    the key is absent: Wilcoxon for one objective, none for several)."""
+    if raw is _UNSET:
+        raw = "wilcoxon" if objectives == 1 else "none"
+    if raw is None or raw is False:
+        raw = "none"
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"pruner: expected none, wilcoxon or {{name: wilcoxon, p_threshold: ...}}, got {raw!r}")
+    for key in raw:
+        if key not in ("name", "p_threshold", "startup_steps"):
+            raise SpecError(f"pruner.{key}: unknown key; valid keys: name, p_threshold, startup_steps")
+    name = raw.get("name", "wilcoxon")
+    if name not in PRUNERS:
+        raise SpecError(f"pruner.name: unknown value {name!r}; valid choices: {', '.join(PRUNERS)}")
+    if name != "none" and objectives > 1:
+        raise SpecError(
+            "pruner: a study of several objectives cannot be pruned (Optuna prunes one objective); use none"
+        )
+    p_threshold = raw.get("p_threshold", DEFAULT_P_THRESHOLD)
+    if isinstance(p_threshold, bool) or not isinstance(p_threshold, (int, float)) or not 0 < p_threshold < 1:
+        raise SpecError(f"pruner.p_threshold: expected a p-value between 0 and 1 (exclusive), got {p_threshold!r}")
+    startup = raw.get("startup_steps", 2)
+    if isinstance(startup, bool) or not isinstance(startup, int) or startup < 0:
+        raise SpecError(f"pruner.startup_steps: expected a non-negative integer, got {startup!r}")
+    return name, float(p_threshold), startup
 
 
 def _fractional_inside(param: Param) -> float:

@@ -39,7 +39,7 @@ from sweep_helpers import write_malformed_swf, write_swf, write_yaml
 #: The paper's background-utilisation threshold: the spec default of ``policy.bg_threshold``.
 PAPER_BG_THRESHOLD = 0.96
 BG = "policy.bg_threshold"
-TRIALS_COLUMNS_FIXED = {"number", "state", "cell_ids", "error", "datetime_start", "datetime_complete"}
+TRIALS_COLUMNS_FIXED = {"number", "state", "cell_ids", "skipped_cell_ids", "error", "datetime_start", "datetime_complete"}
 
 
 def tiny_raw(name: str = "tiny", **changes: Any) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def ray_session():
 CONFIG_ERRORS = {
     "unknown top-level key": (
         {"trails": 6},
-        r"^trails: unknown key; valid keys: name, description, base, params, objective, seeds, seed, variants, trials, parallel, sampler, study$",
+        r"^trails: unknown key; valid keys: name, description, base, params, objective, seeds, seed, variants, trials, parallel, sampler, pruner, study$",
     ),
     "unknown range key": (
         {"params": {BG: {"low": 0.5, "high": 1.0, "step": 0.1}}},
