@@ -152,7 +152,7 @@ class Job:
         self.version = 0
         self.migrations = 0
         self.tier = 0
-        self.nodes: list[int] = []
+        self.nodes: Sequence[int] = []
         self.tier_time: list[float] = [0.0]
         self.segment_time = math.nan
 
