@@ -216,7 +216,7 @@ def missing_members(platform: object) -> list[tuple[str, str]]:
     """The ``(capability, member)`` pairs that ``platform`` offers but lacks, and the
     ``("", member)`` of :class:`Platform` it lacks: empty for a conforming platform."""
     missing = [("", m) for m in PLATFORM_MEMBERS if not hasattr(platform, m)]
-    offered = getattr(platform, "capabilities", frozenset())
+    offered: frozenset[str] = getattr(platform, "capabilities", frozenset())
     return missing + [(c, m) for c in sorted(offered) for m in MEMBERS.get(c, ()) if not hasattr(platform, m)]
 
 

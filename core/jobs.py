@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 __all__ = ["Job", "CpuSource", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 
@@ -111,8 +111,8 @@ class Job:
         runtime: float,
         requested_time: float = math.nan,
         estimate: float | None = None,
-        cpu_true: list[float] | None = None,
-        cpu_est: list[float] | None = None,
+        cpu_true: Sequence[float] | None = None,
+        cpu_est: Sequence[float] | None = None,
         user_id: int = -1,
     ) -> None:
         if size <= 0:
@@ -126,8 +126,10 @@ class Job:
         self.runtime = float(runtime)
         self.requested_time = float(requested_time)
         self.estimate = float(runtime if estimate is None else estimate)
-        self._cpu_draws = None
+        self._cpu_draws: CpuSource | None = None
         self._cpu_offset = 0
+        self._cpu_true: Sequence[float] | None
+        self._cpu_est: Sequence[float] | None
         if cpu_true is None:
             # Dedicated use of every CPU, made on first read (_materialize_cpu): a workload's
             # CPU annotation replaces it anyway, and on a large log the lists of its widest
@@ -150,7 +152,7 @@ class Job:
         self.version = 0
         self.migrations = 0
         self.tier = 0
-        self.nodes: list[int] = []
+        self.nodes: Sequence[int] = []
         self.tier_time: list[float] = [0.0]
         self.segment_time = math.nan
 
@@ -177,12 +179,11 @@ class Job:
         """
         new = object.__new__
         nan = math.nan
-        jobs = []
+        jobs: list[Job] = []
         append = jobs.append
-        if user_ids is None:
-            user_ids = itertools.repeat(-1)
+        users: Iterable[int] = itertools.repeat(-1) if user_ids is None else user_ids
         for index, (job_id, submit, size, runtime, requested, estimate, user_id) in enumerate(
-            zip(job_ids, submit_times, sizes, runtimes, requested_times, estimates, user_ids)
+            zip(job_ids, submit_times, sizes, runtimes, requested_times, estimates, users)
         ):
             job = new(cls)
             job.index = index
@@ -220,6 +221,7 @@ class Job:
     def cpu_true(self) -> Sequence[float]:
         if self._cpu_true is None:
             self._materialize_cpu()
+        assert self._cpu_true is not None  # _materialize_cpu always sets both
         return self._cpu_true
 
     @cpu_true.setter
@@ -231,6 +233,7 @@ class Job:
     def cpu_est(self) -> Sequence[float]:
         if self._cpu_est is None:
             self._materialize_cpu()
+        assert self._cpu_est is not None  # _materialize_cpu always sets both
         return self._cpu_est
 
     @cpu_est.setter

@@ -51,9 +51,10 @@ class RankedSet:
         self._count = len(members)
         #: The keys as one row per block (a view), with each block's smallest key and member
         #: count; None on a small id space.
-        self._grid = padded.reshape(-1, width) if blocked else None
-        self._block_min = self._grid.min(axis=1) if blocked else None
-        self._block_count = np.count_nonzero(self._grid != _ABSENT, axis=1) if blocked else None
+        grid = padded.reshape(-1, width) if blocked else None
+        self._grid: np.ndarray | None = grid
+        self._block_min = grid.min(axis=1) if grid is not None else None
+        self._block_count = np.count_nonzero(grid != _ABSENT, axis=1) if grid is not None else None
 
     def __len__(self) -> int:
         return self._count
@@ -73,8 +74,10 @@ class RankedSet:
                 # making them distinct for a few nodes.)
                 blocks = np.unique(blocks)
             rows = self._grid[blocks]
-            self._block_min[blocks] = rows.min(axis=1)
-            self._block_count[blocks] = np.count_nonzero(rows != _ABSENT, axis=1)
+            block_min, block_count = self._block_min, self._block_count
+            assert block_min is not None and block_count is not None  # made with the grid
+            block_min[blocks] = rows.min(axis=1)
+            block_count[blocks] = np.count_nonzero(rows != _ABSENT, axis=1)
 
     def smallest(self, count: int, skip: np.ndarray | None = None) -> np.ndarray:
         """The first ``count`` members by ``(key, node)`` (fewer if there are fewer), leaving
@@ -106,6 +109,7 @@ class RankedSet:
         if count <= 0:
             return np.empty(0, dtype=np.int64)
         minima, members = self._block_min, self._block_count
+        assert minima is not None and members is not None  # only called on a blocked id space
         # The first ``count`` blocks by (smallest key, block): each holds a member, so the
         # winners lie in them (a block after them has a larger minimum, or the same and
         # higher ids). Selected over one key per block, then sorted among themselves.
@@ -139,5 +143,7 @@ class RankedSet:
             chosen = np.concatenate((below, np.flatnonzero(keys == kth)[: count - len(below)]))
             return chosen[np.lexsort((chosen, keys[chosen]))]
         blocks = np.sort(blocks)  # ids ascending, so that a stable sort breaks ties by id
-        first = np.argsort(self._grid[blocks].ravel(), kind="stable")[:count]
+        grid = self._grid
+        assert grid is not None  # only called on a blocked id space
+        first = np.argsort(grid[blocks].ravel(), kind="stable")[:count]
         return (blocks[first >> _BLOCK_SHIFT] << _BLOCK_SHIFT) | (first & ((1 << _BLOCK_SHIFT) - 1))

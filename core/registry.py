@@ -46,10 +46,12 @@ class Registry(Generic[T]):
                 take a reserved key.
         """
         name = self._checked_name(cls)
-        if name in self._classes and self._resolve(name) is not cls:
-            raise TypeError(
-                f"{self.family} {self.attribute} {name!r} is already registered ({self._classes[name].__name__})"
-            )
+        if name in self._classes:
+            registered = self._resolve(name)
+            if registered is not cls:
+                raise TypeError(
+                    f"{self.family} {self.attribute} {name!r} is already registered ({registered.__name__})"
+                )
         self._classes[name] = cls
         return cls
 
@@ -74,7 +76,8 @@ class Registry(Generic[T]):
         name = getattr(cls, self.attribute)
         if not name:
             raise TypeError(f"{family} class {cls.__name__} declares no {self.attribute}")
-        for key, param in cls.params.items():
+        # Every family's base class declares ``params``; ``base`` is only known as a type here.
+        for key, param in cls.params.items():  # type: ignore[attr-defined]
             if not isinstance(param, Param):
                 raise TypeError(f"{family} {name!r}: parameter {key!r} is not a Param")
             if key in self.reserved:

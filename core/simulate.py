@@ -139,7 +139,8 @@ def run_plan(
         jobs=records,
         end_time=engine.now if built.jobs else 0.0,
         wall_seconds=time.perf_counter() - started,
-        segments=segment_columns(engine.segments) if record_segments else None,
+        # (the engine keeps segments exactly when asked to record them)
+        segments=segment_columns(engine.segments) if engine.segments is not None else None,
     )
 
 

@@ -78,6 +78,11 @@ class BasePlatform(ABC):
     rates_dirty: bool = False
     overflow_rate: float = 0.0
 
+    if TYPE_CHECKING:
+        # The constructor every platform offers (see above); declared for the checker only, so
+        # that a platform lacking one still fails at once when built.
+        def __init__(self, *, seed: int, **params: Any) -> None: ...
+
     @classmethod
     def capabilities_of(cls, params: Mapping[str, Any]) -> frozenset[str]:
         """The capabilities an instance with spec parameters ``params`` offers (default: all
@@ -140,7 +145,7 @@ class BasePlatform(ABC):
         or None if it can. Must not change any state."""
 
     @abstractmethod
-    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
+    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[Sequence[int], float]:
         """Allocate resources to ``job`` (after :meth:`check_start` said yes); return the units
         it holds, one per process, and its initial rate in [0, 1]."""
 
@@ -154,7 +159,7 @@ class BasePlatform(ABC):
         Platforms with the ``moves`` capability override this and :meth:`move`."""
         return f"platform {self.kind!r} cannot move running jobs (no {MOVES!r} capability)"
 
-    def move(self, job: Job, tier: int, nodes: Sequence[int]) -> tuple[list[int], float]:
+    def move(self, job: Job, tier: int, nodes: Sequence[int]) -> tuple[Sequence[int], float]:
         """Move running ``job`` to ``nodes`` in ``tier`` (after :meth:`check_move` said yes);
         return the units it holds and its rate. The engine decides what the move costs."""
         raise NotImplementedError(f"platform {self.kind!r} cannot move running jobs")

@@ -95,6 +95,8 @@ _STEPS_PER_MBPS = 1024
 #: (see the module docstring).
 HOSE, PER_SERVER = "hose", "per_server"
 BANDWIDTH_CHECKS = (HOSE, PER_SERVER)
+#: What a running job holds: ``(server, VMs)`` pairs and ``(link, Mbps)`` pairs.
+_Reservation = tuple[tuple[tuple[int, int], ...], list[tuple[int, float]]]
 
 
 def quantize(mbps: float) -> float:
@@ -132,10 +134,14 @@ class Placement(tuple):
             core ``i * k/2 + j``).
     """
 
+    counts: tuple[tuple[int, int], ...]
+    level: int
+    switch: int
+
     def __new__(cls, counts: Iterable[tuple[int, int]], level: int, switch: int) -> Placement:
-        counts = tuple(sorted(counts))
-        self = super().__new__(cls, [server for server, m in counts for _ in range(m)])
-        self.counts = counts
+        pairs = tuple(sorted(counts))
+        self = super().__new__(cls, [server for server, m in pairs for _ in range(m)])
+        self.counts = pairs
         self.level = level
         self.switch = switch
         return self
@@ -444,7 +450,7 @@ class FatTreeState:
 MAX_K = 128
 
 
-def _even_k(value: object) -> int:
+def _even_k(value: Any) -> int:
     if is_whole(value) and 2 <= value <= MAX_K:
         if int(value) % 2 == 0:
             return int(value)
@@ -504,8 +510,9 @@ class FatTree(BasePlatform):
         self.state = FatTreeState(self.topo)
         self.capacity = self.topo.servers * slots
         self.tiers = 1
-        self._held: dict[int, tuple[tuple[tuple[int, int], ...], list[tuple[int, float]]]] = {}
-        self._checked: tuple[int, Placement, list[tuple[int, float]]] | None = None
+        self._held: dict[int, _Reservation] = {}
+        #: The last placement check_start accepted: (job index, placement, its reservation).
+        self._checked: tuple[int, Sequence[int], _Reservation] | None = None
         self._servers: dict[int, int] = {}  # job index -> servers of its latest placement
         self._reserved = 0.0  # Mbps reserved on all links together
         self._reserved_seconds = 0.0  # its integral over time
@@ -529,7 +536,7 @@ class FatTree(BasePlatform):
         """The embedding request of ``job``; ``bmax`` is the largest demand seen so far."""
         return Request(job.size, quantize(job.bandwidth), bmax)
 
-    def reservation(self, index: int) -> tuple[tuple[tuple[int, int], ...], list[tuple[int, float]]]:
+    def reservation(self, index: int) -> _Reservation:
         """What running job ``index`` holds: ``(server, VMs)`` pairs and ``(link, Mbps)`` pairs."""
         return self._held[index]
 
@@ -587,13 +594,15 @@ class FatTree(BasePlatform):
         """Moving a running job is not modelled here: a policy suspends and restarts it."""
         return "the fat_tree platform does not move running jobs (suspend and restart them instead)"
 
-    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[list[int], float]:
+    def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[Sequence[int], float]:
         checked = self._checked
         self._checked = None
+        if nodes is None:  # check_start never accepts that
+            raise ValueError(f"cannot start job {job.job_id}: no placement")
         if checked is not None and checked[0] == job.index and checked[1] is nodes:
             reservation = checked[2]
         else:  # called without check_start (tests): check now
-            reason, reservation = self._validate(job, nodes) if nodes is not None else ("no placement", None)
+            reason, reservation = self._validate(job, nodes)
             if reason is not None:
                 raise ValueError(f"cannot start job {job.job_id}: {reason}")
         counts, loads = reservation

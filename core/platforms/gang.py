@@ -230,7 +230,9 @@ class Gang(BasePlatform):
             return f"column {ids[outside.argmax()]} does not exist (0..{self.capacity - 1})"
         if len(sorted_distinct(ids.astype(np.int64))) != len(ids):
             return "names a column twice (one process per cell)"
-        occupants = self._occupancy[row, ids]
+        occupancy = self._occupancy
+        assert occupancy is not None  # kept whenever columns can be named (self._free is None)
+        occupants = occupancy[row, ids]
         busy = (occupants != -1) & (occupants != owner)
         if busy.any():
             return f"cell (row {row}, column {ids[busy.argmax()]}) is busy"
@@ -261,8 +263,10 @@ class Gang(BasePlatform):
             self._free[tier] -= job.size
             held: Sequence[int] = range(job.size)  # as many units as processes; which ones, nobody asks
         else:
+            occupancy = self._occupancy
+            assert occupancy is not None  # kept whenever free columns are not just counted
             taken = self._idle[tier].claim(job.size, nodes)
-            self._occupancy[tier, taken] = index
+            occupancy[tier, taken] = index
             held = taken.tolist()
         self._running[index] = job
         jobs_in_row = self._row_jobs[tier]
@@ -281,8 +285,10 @@ class Gang(BasePlatform):
         if self._free is not None:
             self._free[row] += job.size
         else:
+            occupancy = self._occupancy
+            assert occupancy is not None  # kept whenever free columns are not just counted
             freed = np.array(job.nodes, dtype=np.int64)
-            self._occupancy[row, freed] = -1
+            occupancy[row, freed] = -1
             self._idle[row].extend(freed)
         del self._running[job.index]
         self._row_jobs[row] -= 1

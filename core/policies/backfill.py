@@ -45,16 +45,15 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Generator, Iterator, Sequence
 
 from ..capabilities import PLACEMENT
 from ..decisions import Decision, Start
-from .base import BasePolicy
+from .base import BasePolicy, Simulation
 from .prediction import CORRECTIONS, ORDERS, PREDICTION_PARAMS, PREDICTIONS, LastTwo
 from .starvation import XFACTOR_THRESHOLD, StarvationThreshold, xfactor
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
 
 __all__ = ["Backfill", "Fcfs", "Easy", "Conservative", "Selective", "Profile", "xfactor"]
@@ -237,12 +236,14 @@ class Backfill(BasePolicy):
         ends = self._ends
         if not ends or ends[0][0] > now:
             return
-        grow = self._predictor.grow
+        predictor = self._predictor
+        assert predictor is not None  # corrections are only made with predictions
+        grow = predictor.grow
         changed = False
         # (now, inf) sorts after every (end, index, job) with end <= now.
         for key in ends[: bisect.bisect_right(ends, (now, math.inf))]:
             end, index, job = key
-            old = self._predictor.predicted[index]
+            old = predictor.predicted[index]
             moved = end
             while moved <= now:
                 new = grow(job)
@@ -322,7 +323,7 @@ class Backfill(BasePolicy):
         """Whether ``job`` holds a reservation, ``reserved`` jobs ahead of it already holding one."""
         raise NotImplementedError
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         queue = sim.queue
         if not queue:
             return
@@ -331,7 +332,7 @@ class Backfill(BasePolicy):
             return
         yield from self._full_pass(sim, free)
 
-    def _full_pass(self, sim: Engine, free: int) -> Iterator[Decision]:
+    def _full_pass(self, sim: Simulation, free: int) -> Iterator[Decision]:
         queue = sim.queue
         # Start queue heads while they fit: O(1) per head, however long the queue.
         place = self.place
@@ -424,7 +425,7 @@ class Easy(Backfill):
     def reserves(self, job: Job, now: float, reserved: int) -> bool:
         return reserved == 0
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         # Backfill.decide with both of EASY's passes written in: two fewer nested generators
         # on every pass (their creation and every yield through them add up on a long trace).
         queue = sim.queue
@@ -500,7 +501,9 @@ class Easy(Backfill):
         # A shadow clamped to "now" moves with the clock: no memo then.
         self._memo = None if clamped else (shadow, extra, waiting[-1].index, self._epoch)
 
-    def _scan(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+    def _scan(
+        self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]
+    ) -> Generator[Decision, None, int]:
         """Start the candidates that fit now and end by the shadow or fit in the extra
         processors; return the extra processors left."""
         places = self.places
@@ -531,14 +534,18 @@ class Easy(Backfill):
                 best = self.best_speed()
         return extra
 
-    def _scan_in_order(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+    def _scan_in_order(
+        self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]
+    ) -> Generator[Decision, None, int]:
         """:meth:`_scan` of candidates already in the ``order`` the policy says: on the
         estimates without predictions (``_scan`` does not care about order), else on them."""
         if self._predictor is None:
             return (yield from self._scan(now, free, shadow, extra, candidates))
         return (yield from self._scan_planned(now, free, shadow, extra, candidates))
 
-    def _scan_planned(self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]) -> Iterator[Decision]:
+    def _scan_planned(
+        self, now: float, free: int, shadow: float, extra: int, candidates: list[Job]
+    ) -> Generator[Decision, None, int]:
         """:meth:`_scan` on the predictions (``prediction: last2``).
 
         The same loop, kept apart so that the default path reads ``job.estimate`` directly:
@@ -546,7 +553,9 @@ class Easy(Backfill):
         """
         places = self.places
         best = self.best_speed() if places else 1.0
-        predicted = self._predictor.predicted
+        predictor = self._predictor
+        assert predictor is not None  # only called with predictions
+        predicted = predictor.predicted
         for job in candidates:
             size = job.size
             if size > free:

@@ -55,7 +55,7 @@ job, ``mean_wait`` per run. The metrics' ``response`` (finish minus submit) is n
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, cast
 
 from ..capabilities import EMBEDDING
 from ..decisions import Decision, Reject, Start, Suspend
@@ -63,7 +63,7 @@ from ..jobs import QUEUED
 from ..params import Param, one_of
 from ..platforms.embedders import EMBEDDERS
 from ..platforms.fat_tree import FatTree, FatTreeState, Placement, could_ever_fit
-from .base import BasePolicy
+from .base import BasePolicy, Simulation
 from .consolidation import Ambf, Consolidation, ResourceModel, ScanOrder
 
 if TYPE_CHECKING:
@@ -215,10 +215,11 @@ class EmbeddingPolicy(BasePolicy):
         self.embedding = Embedder(embedder)
         self.embedder = embedder
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         self.sim = sim
-        self.fat_tree: FatTree = sim.platform
-        self.embedding.setup(sim.platform)
+        # The platform offers embeddings (every policy here requires them): a fat tree.
+        self.fat_tree = cast(FatTree, sim.platform)
+        self.embedding.setup(self.fat_tree)
 
     def on_submit(self, job: Job) -> None:
         self.embedding.on_submit(job)
@@ -241,7 +242,7 @@ class _PriorityOrder(EmbeddingPolicy):
         """The queue order (smallest first)."""
         raise NotImplementedError
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         super().setup(sim)
         self._heap: list[tuple] = []
 
@@ -253,7 +254,7 @@ class _PriorityOrder(EmbeddingPolicy):
         super().on_suspend(job)
         heapq.heappush(self._heap, (*self.key(job), job.index))
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         yield from self.embedding.rejections()
         heap, jobs = self._heap, sim.jobs
         while heap:
@@ -311,7 +312,7 @@ class BwReject(EmbeddingPolicy):
 
     name = "bw_reject"
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         for job in self.embedding.take_arrived():
             placement = self.embed(job)
             yield Reject(job) if placement is None else Start(job, 0, placement)
@@ -324,7 +325,7 @@ class HeadFirstOrder:
 
     __slots__ = ("_queue", "_jobs", "_key", "_heap", "_head")
 
-    def __init__(self, queue: dict[int, Job], jobs: list[Job], key: Callable[[Job], tuple]) -> None:
+    def __init__(self, queue: dict[int, Job], jobs: Sequence[Job], key: Callable[[Job], tuple]) -> None:
         self._queue, self._jobs, self._key = queue, jobs, key
         self._heap = [(*key(job), job.index) for job in queue.values()]
         heapq.heapify(self._heap)
@@ -361,11 +362,15 @@ class Embeddings(ResourceModel):
         backfilled: Running jobs that were started while they were not the head of the queue.
     """
 
+    #: The policy that owns this model (the only one built with it).
+    policy: Bgmbf
+
     def setup(self, sim: Engine) -> None:
         super().setup(sim)
-        self.fat_tree: FatTree = sim.platform
+        # The platform offers embeddings (Bgmbf requires them): a fat tree.
+        self.fat_tree = cast(FatTree, sim.platform)
         self.embedding: Embedder = self.policy.embedding
-        self.embedding.setup(sim.platform)
+        self.embedding.setup(self.fat_tree)
         self.backfilled: set[int] = set()
         self._displacing_failed: dict[int, tuple[int, float]] = {}
 
@@ -416,10 +421,10 @@ class Embeddings(ResourceModel):
             displaced.append(index)
             yield Suspend(jobs[index])
 
-    def dispatch(self, job: Job, plan: Placement) -> Iterator[Decision]:
+    def dispatch(self, job: Job, plan: object) -> Iterator[Decision]:
         if job.index != next(iter(self.sim.queue)):
             self.backfilled.add(job.index)
-        yield Start(job, 0, plan)
+        yield Start(job, 0, cast(Placement, plan))  # made by plan_now or plan_displacing
 
 
 class Bgmbf(Consolidation):
@@ -442,6 +447,7 @@ class Bgmbf(Consolidation):
     resource_model = Embeddings
     #: The backfill candidates' order after the head (None: by arrival).
     candidate_key: Callable[[Job], tuple] | None = None
+    resources: Embeddings
 
     def __init__(self, embedder: str = DEFAULT_EMBEDDER) -> None:
         self.embedding = Embedder(embedder)  # before the skeleton builds the resource model

@@ -21,16 +21,15 @@ With ``mpl: 1`` there is one row and nothing to move: ``gs`` is ``fcfs`` and ``b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 from ..capabilities import MOVES, PLACEMENT, ROWS
 from ..decisions import Decision, Move, Start
 from ..params import Param, boolean, one_of
 from .backfill import Easy
-from .base import BasePolicy
+from .base import BasePolicy, Simulation
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
     from ..platforms.gang import Gang
 
@@ -44,6 +43,11 @@ PACKING = Param(
     default="first",
     doc="row for a job: first (lowest busy row that fits) or best (fullest busy row that fits); an idle row only if none",
 )
+
+
+def _gang_platform(sim: Simulation) -> Gang:
+    """The platform of ``sim``, which offers rows (every policy here requires :data:`ROWS`)."""
+    return cast("Gang", sim.platform)
 
 
 class GangScheduling(BasePolicy):
@@ -65,8 +69,8 @@ class GangScheduling(BasePolicy):
         #: Running jobs of each row, by index (read-only for callers).
         self.row_jobs: list[dict[int, Job]] = []
 
-    def setup(self, sim: Engine) -> None:
-        self.row_jobs = [{} for _ in range(sim.platform.rows)]
+    def setup(self, sim: Simulation) -> None:
+        self.row_jobs = [{} for _ in range(_gang_platform(sim).rows)]
 
     # -- the running jobs of each row -------------------------------------------------------
     def on_start(self, job: Job) -> None:
@@ -100,15 +104,15 @@ class GangScheduling(BasePolicy):
                 best = row
         return best if best >= 0 else idle
 
-    def make_room(self, sim: Engine, job: Job) -> tuple[int, list[tuple[Job, int]]] | None:
+    def make_room(self, sim: Simulation, job: Job) -> tuple[int, list[tuple[Job, int]]] | None:
         """Called when the queue's head ``job`` fits in no row: a row to start it in and the
         moves (running job, destination row), in order, that free enough columns there; or
         None to let it wait (the default)."""
         return None
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         queue = sim.queue
-        platform = sim.platform
+        platform = _gang_platform(sim)
         rows = range(platform.rows)
         while queue:
             job = next(iter(queue.values()))
@@ -203,9 +207,9 @@ class _RowView:
 
     __slots__ = ("_sim", "platform")
 
-    def __init__(self, sim: Engine, row: int) -> None:
+    def __init__(self, sim: Simulation, row: int) -> None:
         self._sim = sim
-        self.platform = _RowPlatform(sim.platform, row)
+        self.platform = _RowPlatform(_gang_platform(sim), row)
 
     @property
     def now(self) -> float:
@@ -241,13 +245,15 @@ class Bgs(GangScheduling):
     def __init__(self, packing: str = "first") -> None:
         super().__init__(packing)
         self.members: list[RowEasy] = []
-        self._views: list[_RowView] = []
+        #: Each row's view of the engine (a Simulation by forwarding, which the checker cannot follow).
+        self._views: list[Simulation] = []
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         super().setup(sim)
-        speed = sim.platform.guaranteed_rate
-        self.members = [RowEasy(row, speed) for row in range(sim.platform.rows)]
-        self._views = [_RowView(sim, row) for row in range(sim.platform.rows)]
+        platform = _gang_platform(sim)
+        speed = platform.guaranteed_rate
+        self.members = [RowEasy(row, speed) for row in range(platform.rows)]
+        self._views = [cast(Simulation, _RowView(sim, row)) for row in range(platform.rows)]
         for member, view in zip(self.members, self._views):
             member.setup(view)
 
@@ -263,7 +269,7 @@ class Bgs(GangScheduling):
         super().on_suspend(job)
         self.members[job.tier].on_suspend(job)
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         started = False
         for decision in super().decide(sim):
             yield decision
@@ -355,10 +361,10 @@ class Mgs(Gs):
             plan.append((job, destination))
         return plan if need <= 0 else None
 
-    def make_room(self, sim: Engine, job: Job) -> tuple[int, list[tuple[Job, int]]] | None:
+    def make_room(self, sim: Simulation, job: Job) -> tuple[int, list[tuple[Job, int]]] | None:
         if self._stuck == (self._changes, job.index):
             return None
-        platform = sim.platform
+        platform = _gang_platform(sim)
         free = [platform.free_count(r) for r in range(platform.rows)]
         room = sum(free)  # every row is busy, or the head would fit in an idle one
         for row in sorted(range(len(free)), key=lambda r: (-free[r], r)):
@@ -371,15 +377,15 @@ class Mgs(Gs):
         self._stuck = (self._changes, job.index)
         return None
 
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         self._entered = set()
         yield from super().decide(sim)
         if self.compact:
             yield from self._compact(sim)
 
-    def _compact(self, sim: Engine) -> Iterator[Decision]:
+    def _compact(self, sim: Simulation) -> Iterator[Decision]:
         """Empty busy rows into the others while one's jobs all fit there."""
-        platform = sim.platform
+        platform = _gang_platform(sim)
         rows, capacity = platform.rows, platform.capacity
         while self._settled != self._changes:
             busy = [r for r in range(rows) if self.row_jobs[r]]

@@ -43,15 +43,16 @@ class StarvationThreshold:
 
     def __init__(self, threshold: float | str = "adaptive") -> None:
         self.adaptive = threshold == "adaptive"
-        self.fixed = None if self.adaptive else float(threshold)
+        self.fixed: float | None = None if self.adaptive else float(threshold)
         self._bsld_sum = 0.0
         self._completed = 0
 
     @property
     def value(self) -> float:
         """The threshold in force now."""
-        if not self.adaptive:
-            return self.fixed
+        fixed = self.fixed
+        if fixed is not None:  # exactly when the threshold is not adaptive
+            return fixed
         mean = self._bsld_sum / self._completed if self._completed else 0.0
         return max(10.0, mean)
 

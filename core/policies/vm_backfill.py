@@ -55,7 +55,7 @@ then EASY backfilling, and the selector has nothing to choose (the platform pick
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, cast
 
 from ..capabilities import PLACEMENT, VM_CAPACITIES
 from ..decisions import Start
@@ -63,9 +63,9 @@ from ..params import Param, one_of
 from .backfill import Easy
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
     from ..platforms.shared_vms import SharedVms
+    from .base import Simulation
 
 __all__ = ["VmBackfill", "SELECTORS", "VM_BACKFILL_PARAMS", "select_vms"]
 
@@ -301,9 +301,10 @@ class VmBackfill(Easy):
         # VMs chosen per size since the last start or end (cleared then).
         self._chosen: dict[int, list[int]] = {}
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         super().setup(sim)
-        self._vms = sim.platform if VM_CAPACITIES in sim.platform.capabilities else None
+        # A platform offering VM capacities has the shared-VM machine's members (capabilities.py).
+        self._vms = cast("SharedVms", sim.platform) if VM_CAPACITIES in sim.platform.capabilities else None
         self.places = self._vms is not None
 
     # -- the hooks of the backfilling skeleton -------------------------------------------------

@@ -137,7 +137,7 @@ def demand_bounds(sizes: np.ndarray, model: Mapping[str, Any]) -> tuple[np.ndarr
 def annotate_bandwidth(jobs: Sequence[Job], *, seed: int, model: str | Mapping[str, Any] = "none") -> None:
     """Set ``job.bandwidth`` (per-VM demand, Mbps) for every job, in place, according to ``model``."""
     model = check_bandwidth(model)
-    if model == "none":
+    if isinstance(model, str):  # "none", the only string check_bandwidth returns
         for job in jobs:
             job.bandwidth = 0.0
         return

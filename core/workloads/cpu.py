@@ -32,7 +32,7 @@ same bits as summing the list).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -64,7 +64,12 @@ class CpuDraws:
     __slots__ = ("_true", "_guesses", "low", "high", "accuracy", "guess")
 
     def __init__(
-        self, state: dict, usage: tuple[float, float], accuracy: float, prior: float, guess_state: dict | None = None
+        self,
+        state: Mapping[str, Any],
+        usage: tuple[float, float],
+        accuracy: float,
+        prior: float,
+        guess_state: Mapping[str, Any] | None = None,
     ) -> None:
         self._true = _Cursor(state)
         #: The uninformed guesses' stream (``cpu_guess: draw``), or None for the fixed prior.
@@ -93,10 +98,11 @@ class _Cursor:
 
     __slots__ = ("_state", "_bits", "_generator", "_position")
 
-    def __init__(self, state: dict) -> None:
+    def __init__(self, state: Mapping[str, Any]) -> None:
         self._state = state
         self._bits = np.random.PCG64()
-        self._bits.state = state
+        # numpy types a generator's state as a mapping but PCG64's setter as its own TypedDict.
+        self._bits.state = state  # type: ignore[assignment]
         self._generator = np.random.Generator(self._bits)
         self._position = 0  # draws consumed so far
 
@@ -104,7 +110,7 @@ class _Cursor:
         """Draws ``offset .. offset + size`` of the stream, as ``U(low, high)`` values (jobs are
         usually read in workload order, so the cursor mostly moves forward)."""
         if offset < self._position:
-            self._bits.state = self._state
+            self._bits.state = self._state  # type: ignore[assignment]  # see __init__
             self._position = 0
         if offset > self._position:
             self._bits.advance(offset - self._position)

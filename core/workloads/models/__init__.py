@@ -38,14 +38,18 @@ MODEL_NAMES = ("lublin03", "jann97", "feitelson96")
 def model_module(name: str) -> Any:
     """The module implementing model ``name`` (imported on first use)."""
     if name == "lublin03":
-        from . import lublin as module
-    elif name == "jann97":
-        from . import jann as module
-    elif name == "feitelson96":
-        from . import feitelson as module
-    else:
-        raise ValueError(f"unknown model {name!r}; valid choices: {', '.join(MODEL_NAMES)}")
-    return module
+        from . import lublin
+
+        return lublin
+    if name == "jann97":
+        from . import jann
+
+        return jann
+    if name == "feitelson96":
+        from . import feitelson
+
+        return feitelson
+    raise ValueError(f"unknown model {name!r}; valid choices: {', '.join(MODEL_NAMES)}")
 
 
 def generate(

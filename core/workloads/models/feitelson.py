@@ -132,7 +132,11 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
 
 def _positive(params: dict[str, Any], key: str) -> None:
     value = params[key]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)  # type: ignore[operator]  # typeshed: Real has no > int
+    ):
         raise ValueError(f"{NAME}: {key} must be a positive finite number, got {value!r}")
     params[key] = float(value)
 
@@ -168,7 +172,7 @@ def _validate(params: dict[str, Any]) -> dict[str, Any]:
         _finite(params, key)
     r_max = params["r_max"]
     if isinstance(r_max, numbers.Real) and not isinstance(r_max, bool) and float(r_max).is_integer():
-        r_max = int(r_max)
+        r_max = int(r_max)  # type: ignore[call-overload]  # typeshed's numbers.Real has no __int__
     if not isinstance(r_max, int) or isinstance(r_max, bool) or not 1 <= r_max <= MAX_REPEATS:
         raise ValueError(f"{NAME}: r_max must be an integer from 1 to {MAX_REPEATS:,}, got {params['r_max']!r}")
     params["r_max"] = int(r_max)
@@ -299,7 +303,8 @@ def _merge(jobs: int, first_submit: list[int], runtimes: list[int], repeats: lis
             if run < repeats[k]:
                 push(heap, (time + runtimes[k], k, run + 1, number))
         else:
-            k, time, previous = i, t_next, 0
+            # t_next itself: each emitted run is at most one first run, so i < count (never inf)
+            k, time, previous = i, first_submit[i], 0
             i += 1
             t_next = first_submit[i] if i < count else inf
             if repeats[k] > 1:

@@ -240,7 +240,7 @@ def _dist(given: Any, what: str, base: Mapping[str, Any] | None = None) -> dict[
     missing = [key for key in _DIST_KEYS if key not in merged]
     if missing:
         raise ValueError(f"{NAME}: {what}: missing {', '.join(missing)} (needs {', '.join(_DIST_KEYS)})")
-    out = {"k": _integer(merged["k"], f"{what}.k", 1)}
+    out: dict[str, float] = {"k": _integer(merged["k"], f"{what}.k", 1)}
     p = _number(merged["p"], f"{what}.p")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{NAME}: {what}.p must lie in [0, 1], got {p!r}")
@@ -297,6 +297,7 @@ def _range(given: Any, index: int) -> dict[str, Any]:
     lo = _integer(given["lo"], f"ranges[{index}].lo", 1)
     hi = _integer(given["hi"], f"ranges[{index}].hi", lo)
     label = range_label(lo, hi)
+    sizes: dict[int, float] | None
     if given.get("sizes") is not None:
         sizes = _sizes(given["sizes"], lo, hi, f"ranges[{label}].sizes")
     else:  # a single-valued range needs no pmf; a wider one without counts cannot use `empirical`

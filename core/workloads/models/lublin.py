@@ -264,7 +264,7 @@ def check_parameters(preset: str, overrides: Mapping[str, Any], *, machine_size:
     _resolve(preset, machine_size, max_size, overrides)
 
 
-def _resolve(preset: str, machine_size: int, max_size: int | None, overrides: Mapping[str, Any]) -> _Config:
+def _resolve(preset: str, machine_size: int | None, max_size: int | None, overrides: Mapping[str, Any]) -> _Config:
     if preset not in PRESETS:
         raise SpecError(f"{NAME}: unknown preset {preset!r}; valid choices: {', '.join(PRESETS)}")
     options = dict(_GLOBAL_DEFAULTS)
