@@ -435,7 +435,7 @@ def _check_design(config: SweepConfig, point: Mapping[str, Any]) -> None:
 
     def error_at(key: str, value: Any) -> str | None:
         try:
-            validate_spec(set_key(spec, key, value))
+            plan_run(set_key(spec, key, value))
         except SpecError as error:
             return str(error)
         return None
