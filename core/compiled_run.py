@@ -1,0 +1,73 @@
+"""The compiled whole run: which runs it takes, and running them.
+
+For the consolidation family (CMBF, AMBF, CMCBF, AMCBF, SMCBF) on the ``nodes`` platform with one
+or two tiers, the event loop, the policy's passes and the platform's state run compiled together
+(``core/platforms/_tiered_run.pyx``), then write their results back into the jobs and the
+engine, so that the same Python code builds the job records and metrics. Anything it does not
+implement runs the Python loop instead (:func:`why_not`), never a different model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+from typing import TYPE_CHECKING
+
+from .compiled_path import why_python
+from .errors import PolicyError
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["why_not", "run_compiled", "WHOLE_RUN"]
+
+_MODULE = "tiersweep.core.platforms._tiered_run"
+#: How the run summary names the compiled whole run.
+WHOLE_RUN = "compiled whole run"
+
+
+def _module():  # noqa: ANN202 (a module or None)
+    try:
+        return importlib.import_module(_MODULE)
+    except ImportError:
+        return None
+
+
+def why_not(engine: Engine) -> str | None:
+    """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
+    from .platforms.nodes import Nodes
+    from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, NodeVms, Smcbf
+
+    reason = why_python()
+    if reason is not None:
+        return reason
+    if _module() is None:
+        return "the compiled whole run is not built"
+    platform, policy = engine.platform, engine.policy
+    if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
+        return "the compiled whole run covers the nodes platform with one or two tiers"
+    if type(policy) not in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) or type(policy.resources) is not NodeVms:
+        return f"the compiled whole run does not cover policy {policy.name!r}"
+    if engine.observer is not None or engine.segments is not None:
+        return "an observer or recorded segments need the Python loop"
+    if not engine.jobs or any(job.state != 0 for job in itertools.islice(engine.jobs, 1)):
+        return "nothing to run"
+    return None
+
+
+def run_compiled(engine: Engine) -> bool:
+    """Run ``engine`` to its end on the compiled whole run if it can take it (True), else do
+    nothing (False). Sets ``engine.path`` to the path taken either way."""
+    reason = why_not(engine)
+    if reason is not None:
+        engine.path = f"python loop ({reason})"
+        return False
+    from .platforms.nodes import CPU_IDLE_FLOOR
+
+    engine.path = WHOLE_RUN
+    left = _module().run(engine, CPU_IDLE_FLOOR)
+    if left:
+        raise PolicyError(
+            f"policy {engine.policy.name!r} stopped with {left} queued or running jobs left and no event pending"
+        )
+    return True
