@@ -13,13 +13,13 @@ import importlib
 import itertools
 from typing import TYPE_CHECKING
 
-from .compiled_path import why_python
+from .compiled_path import path_line, why_python
 from .errors import PolicyError
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["why_not", "run_compiled", "WHOLE_RUN"]
+__all__ = ["why_not", "run_compiled", "run_path_line", "WHOLE_RUN"]
 
 _MODULE = "tiersweep.core.platforms._tiered_run"
 #: How the run summary names the compiled whole run.
@@ -55,16 +55,29 @@ def why_not(engine: Engine) -> str | None:
     return None
 
 
+#: The path the latest run of this process took (see :func:`run_path_line`).
+_latest: list[str] = []
+
+
+def run_path_line() -> str:
+    """:func:`~tiersweep.core.compiled_path.path_line`, and the path the latest run took."""
+    if why_python() is not None or not _latest:
+        return path_line()  # (the reason is the same for the run)
+    return f"{path_line()}; this run: {_latest[-1]}"
+
+
 def run_compiled(engine: Engine) -> bool:
     """Run ``engine`` to its end on the compiled whole run if it can take it (True), else do
     nothing (False). Sets ``engine.path`` to the path taken either way."""
     reason = why_not(engine)
     if reason is not None:
         engine.path = f"python loop ({reason})"
+        _latest[:] = [engine.path]
         return False
     from .platforms.nodes import CPU_IDLE_FLOOR
 
     engine.path = WHOLE_RUN
+    _latest[:] = [engine.path]
     left = _module().run(engine, CPU_IDLE_FLOOR)
     if left:
         raise PolicyError(

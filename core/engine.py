@@ -127,6 +127,8 @@ class Engine:
         self._sequence = itertools.count()
         self._needs_restore: set[int] = set()
         self._restoring: dict[int, float] = {}  # job index -> rate it gets once restored
+        #: The path :meth:`run` took: the compiled whole run, or the Python loop and why.
+        self.path = "not run"
 
     # -- running -------------------------------------------------------------------------
     def run(self) -> None:

@@ -168,6 +168,11 @@ def test_the_run_summary_names_the_path(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"path: python ({compiled_path.PURE_PYTHON_ENV} is set)" in done.stdout
+    if compiled_path.compiled_available():
+        env.pop(compiled_path.PURE_PYTHON_ENV)
+        done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"path: compiled (Cython); this run: {compiled_run.WHOLE_RUN}" in done.stdout
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
