@@ -618,6 +618,22 @@ cdef class _Run:
                 r = q
         return r
 
+    cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates, Py_ssize_t n_changes) noexcept:
+        """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
+        each whose rate changed to ``changes`` and its rate to ``rates``; returns their count."""
+        cdef Py_ssize_t i
+        cdef i64 index
+        cdef double r
+        for i in range(n):
+            index = affected[i]
+            r = self.slowest(index)
+            if r != self.prate_job[index]:
+                self.prate_job[index] = r
+                changes[n_changes] = index
+                rates[n_changes] = r
+                n_changes += 1
+        return n_changes
+
     cdef int apply_rate_changes(self) except -1:
         """Nodes.rate_changes (two tiers) and Engine._apply_rate_changes."""
         cdef Py_ssize_t i, p, n_dirty = self.n_dirty, n_fg = 0, n_bg = 0, n_stale = 0, n_changes = 0
@@ -660,24 +676,20 @@ cdef class _Run:
                     if fgj >= 0:
                         self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
             n_fg = _sort_unique(affected_fg, n_fg)
-            for i in range(n_fg):
-                index = affected_fg[i]
-                r = self.slowest(index)
-                if r != self.prate_job[index]:
-                    self.prate_job[index] = r
-                    changes[n_changes] = index
-                    change_rates[n_changes] = r
-                    n_changes += 1
-                    for p in range(self.size[index]):
-                        node = self.nodes[index][p]
-                        bgj = self.vm_job[2 * node + 1]
-                        if bgj >= 0:
-                            affected_bg[n_bg] = bgj
-                            n_bg += 1
-                            if not mark[node]:
-                                mark[node] = 1
-                                stale[n_stale] = node
-                                n_stale += 1
+            n_changes = self.rerate(affected_fg, n_fg, changes, change_rates, 0)
+            # A foreground job whose rate changed re-rates the background of all its nodes.
+            for i in range(n_changes):
+                index = changes[i]
+                for p in range(self.size[index]):
+                    node = self.nodes[index][p]
+                    bgj = self.vm_job[2 * node + 1]
+                    if bgj >= 0:
+                        affected_bg[n_bg] = bgj
+                        n_bg += 1
+                        if not mark[node]:
+                            mark[node] = 1
+                            stale[n_stale] = node
+                            n_stale += 1
             for i in range(n_stale):
                 node = stale[i]
                 mark[node] = 0
@@ -695,14 +707,7 @@ cdef class _Run:
                 need = self.cpu[vm]
                 self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
             n_bg = _sort_unique(affected_bg, n_bg)
-            for i in range(n_bg):
-                index = affected_bg[i]
-                r = self.slowest(index)
-                if r != self.prate_job[index]:
-                    self.prate_job[index] = r
-                    changes[n_changes] = index
-                    change_rates[n_changes] = r
-                    n_changes += 1
+            n_changes = self.rerate(affected_bg, n_bg, changes, change_rates, n_changes)
             for i in range(n_changes):
                 if self.size[changes[i]] >= self.bulk_from:
                     wide_change = True
