@@ -97,6 +97,129 @@ cdef inline double _item(list values, Py_ssize_t i):
     return <double><object>PyList_GET_ITEM(values, i)
 
 
+DEF BLOCK_SHIFT = 7
+
+
+cdef inline void _offer(KeyNode* heap, Py_ssize_t* m, Py_ssize_t count, KeyNode item) noexcept:
+    """Keep in ``heap`` (a max-heap of ``m[0]`` entries) the ``count`` smallest items offered."""
+    cdef Py_ssize_t i, child, n = m[0]
+    if n < count:
+        i = n
+        m[0] = n + 1
+        while i > 0 and _cmp_keynode(&heap[(i - 1) >> 1], &item) < 0:
+            heap[i] = heap[(i - 1) >> 1]
+            i = (i - 1) >> 1
+        heap[i] = item
+    elif _cmp_keynode(&item, &heap[0]) < 0:
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _cmp_keynode(&heap[child + 1], &heap[child]) > 0:
+                child += 1
+            if _cmp_keynode(&heap[child], &item) > 0:
+                heap[i] = heap[child]
+                i = child
+            else:
+                break
+        heap[i] = item
+
+
+cdef class _Ranked:
+    """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
+    array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids with a lower bound of each block's keys,
+    so that picking the ``count`` best reads the blocks that can hold a winner, not every node."""
+
+    cdef double* keys
+    cdef Py_ssize_t n, n_blocks, n_dirty
+    cdef double* block_min
+    cdef char* block_dirty
+    cdef i64* dirty_blocks
+    cdef KeyNode* order
+
+    def __cinit__(self, Py_ssize_t n, double key):
+        cdef Py_ssize_t i
+        self.n = n
+        self.n_blocks = (n >> BLOCK_SHIFT) + 1
+        self.keys = <double*>malloc((n + 1) * sizeof(double))
+        self.block_min = <double*>malloc(self.n_blocks * sizeof(double))
+        self.block_dirty = <char*>calloc(self.n_blocks, 1)
+        self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
+        self.order = <KeyNode*>malloc(self.n_blocks * sizeof(KeyNode))
+        if self.keys == NULL or self.block_min == NULL or self.block_dirty == NULL or self.dirty_blocks == NULL or self.order == NULL:
+            raise MemoryError()
+        for i in range(n):
+            self.keys[i] = key
+        for i in range(self.n_blocks):
+            self.block_min[i] = key if (i << BLOCK_SHIFT) < n else INFINITY
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.block_min)
+        free(self.block_dirty)
+        free(self.dirty_blocks)
+        free(self.order)
+
+    cdef inline void set(self, i64 node, double key) noexcept:
+        cdef i64 b = node >> BLOCK_SHIFT
+        self.keys[node] = key
+        if not self.block_dirty[b]:
+            self.block_dirty[b] = 1
+            self.dirty_blocks[self.n_dirty] = b
+            self.n_dirty += 1
+
+    cdef void clean(self) noexcept:
+        cdef Py_ssize_t i, node, first, last
+        cdef i64 b
+        cdef double low
+        for i in range(self.n_dirty):
+            b = self.dirty_blocks[i]
+            self.block_dirty[b] = 0
+            first = b << BLOCK_SHIFT
+            last = min(first + (1 << BLOCK_SHIFT), self.n)
+            low = INFINITY
+            for node in range(first, last):
+                if self.keys[node] < low:
+                    low = self.keys[node]
+            self.block_min[b] = low
+        self.n_dirty = 0
+
+    cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* heap, i64* out) noexcept:
+        """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
+        (fewer if there are fewer); returns how many. Blocks are read by their lower bound,
+        ascending, until none left can hold a better one than the ``count``-th found."""
+        cdef Py_ssize_t i, b, m = 0, n_order = 0, node, first, last
+        cdef KeyNode item
+        if count <= 0:
+            return 0
+        self.clean()
+        for b in range(self.n_blocks):
+            if self.block_min[b] != INFINITY:
+                self.order[n_order].key = self.block_min[b]
+                self.order[n_order].node = b
+                n_order += 1
+        if n_order > 1:
+            qsort(self.order, n_order, sizeof(KeyNode), _cmp_keynode)
+        for i in range(n_order):
+            b = self.order[i].node
+            if m == count and (self.order[i].key > heap[0].key
+                               or (self.order[i].key == heap[0].key and (b << BLOCK_SHIFT) > heap[0].node)):
+                break
+            first = b << BLOCK_SHIFT
+            last = min(first + (1 << BLOCK_SHIFT), self.n)
+            for node in range(first, last):
+                if self.keys[node] == INFINITY or skip[node]:
+                    continue
+                item.key = self.keys[node]
+                item.node = node
+                _offer(heap, &m, count, item)
+        qsort(heap, m, sizeof(KeyNode), _cmp_keynode)
+        for i in range(m):
+            out[i] = heap[i].node
+        return m
+
+
 cdef class _Run:
     # -- the run's parameters
     cdef object engine, platform, policy, jobs
@@ -142,7 +265,8 @@ cdef class _Run:
     cdef double* overflow
     cdef double overflow_rate
     cdef i64 free0, free1
-    cdef double* fg_key
+    cdef _Ranked fg_rank, el_rank
+    cdef double* fg_key  # (their keys)
     cdef double* el_key
     cdef i64 fg_count, el_count
     # -- dirty nodes since the last rate computation
@@ -193,7 +317,7 @@ cdef class _Run:
         free(self.tier_time); free(self.segment_time); free(self.prate_job); free(self.job_eff)
         free(self.restoring); free(self.restore_rate); free(self.needs_restore); free(self.nodes)
         free(self.cpu_true); free(self.cpu_est); free(self.vm_job); free(self.vm_est); free(self.cpu)
-        free(self.factor); free(self.prate); free(self.overflow); free(self.fg_key); free(self.el_key)
+        free(self.factor); free(self.prate); free(self.overflow)
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
@@ -258,8 +382,11 @@ cdef class _Run:
         self.factor = <double*>calloc(vms, sizeof(double))
         self.prate = <double*>malloc(vms * sizeof(double))
         self.overflow = <double*>calloc(nodes, sizeof(double))
-        self.fg_key = <double*>malloc(nodes * sizeof(double))
-        self.el_key = <double*>malloc(nodes * sizeof(double))
+        # Every node idle: its lower tiers' load is 0; eligible for the background iff 0 < threshold.
+        self.fg_rank = _Ranked(nodes, 0.0)
+        self.el_rank = _Ranked(nodes, 0.0 if self.policy_tiers > 1 and 0.0 < self.threshold else INFINITY)
+        self.fg_key = self.fg_rank.keys
+        self.el_key = self.el_rank.keys
         self.dirty = <i64*>malloc(nodes * sizeof(i64))
         self.dirty_mark = <char*>calloc(nodes, 1)
         self.small_mark = <char*>calloc(nodes, 1)
@@ -310,9 +437,6 @@ cdef class _Run:
         for i in range(vms):
             self.vm_job[i] = -1
             self.prate[i] = 1.0
-        for i in range(nodes):
-            self.fg_key[i] = 0.0  # every node idle: the load of its lower tiers is 0
-            self.el_key[i] = 0.0 if self.policy_tiers > 1 and 0.0 < self.threshold else INFINITY
         self.fg_count = nodes
         self.el_count = nodes if self.policy_tiers > 1 and 0.0 < self.threshold else 0
         self.free0 = nodes
@@ -468,54 +592,15 @@ cdef class _Run:
             key = 0.0
         if (self.fg_key[node] == INFINITY) != (key == INFINITY):
             self.fg_count += 1 if key != INFINITY else -1
-        self.fg_key[node] = key
+        if self.fg_key[node] != key:
+            self.fg_rank.set(node, key)
         if self.policy_tiers > 1:
             above = self.vm_est[base]
             key = above if self.vm_job[base + 1] < 0 and above < self.threshold else INFINITY
             if (self.el_key[node] == INFINITY) != (key == INFINITY):
                 self.el_count += 1 if key != INFINITY else -1
-            self.el_key[node] = key
-
-    cdef Py_ssize_t smallest(self, double* keys, i64 members, Py_ssize_t count, i64* out) noexcept:
-        """The first ``count`` nodes by ``(key, node)`` among those with a finite key not marked
-        in ``node_mark`` (RankedSet.smallest), into ``out``; returns how many."""
-        cdef Py_ssize_t node, m = 0, i, child, n = self.n_nodes
-        cdef KeyNode* heap = self.scratch_keys
-        cdef KeyNode item, last
-        cdef char* skip = self.node_mark
-        if count <= 0:
-            return 0
-        # A bounded max-heap of the ``count`` best so far.
-        for node in range(n):
-            if keys[node] == INFINITY or skip[node]:
-                continue
-            item.key = keys[node]
-            item.node = node
-            if m < count:
-                i = m
-                m += 1
-                while i > 0 and _cmp_keynode(&heap[(i - 1) >> 1], &item) < 0:
-                    heap[i] = heap[(i - 1) >> 1]
-                    i = (i - 1) >> 1
-                heap[i] = item
-            elif _cmp_keynode(&item, &heap[0]) < 0:
-                i = 0
-                while True:
-                    child = 2 * i + 1
-                    if child >= m:
-                        break
-                    if child + 1 < m and _cmp_keynode(&heap[child + 1], &heap[child]) > 0:
-                        child += 1
-                    if _cmp_keynode(&heap[child], &item) > 0:
-                        heap[i] = heap[child]
-                        i = child
-                    else:
-                        break
-                heap[i] = item
-        qsort(heap, m, sizeof(KeyNode), _cmp_keynode)
-        for i in range(m):
-            out[i] = heap[i].node
-        return m
+            if self.el_key[node] != key:
+                self.el_rank.set(node, key)
 
     # -- the platform (Nodes.start / release and the two-tier rate loop) ----------------------------
     cdef inline void mark_dirty(self, i64 node, bint small) noexcept:
@@ -1149,7 +1234,7 @@ cdef class _Run:
                         placement[p] = node
                         self.node_mark[node] = 1
                         n_kept += 1
-            self.smallest(self.fg_key, self.fg_count, size - n_kept, chosen)
+            self.fg_rank.smallest(size - n_kept, self.node_mark, self.scratch_keys, chosen)
             if moving:
                 for p in range(size):
                     self.node_mark[self.nodes[j][p]] = 0
@@ -1189,7 +1274,7 @@ cdef class _Run:
                     try:
                         for p in range(size):
                             placement[p] = -1
-                        self.smallest(self.el_key, self.el_count, size, placement + size)
+                        self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
                         self.place(j, placement + size, placement)
                         self.evictions(j, 1, placement)
                         self.apply_start(j, 1, placement)
