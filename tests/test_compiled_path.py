@@ -256,9 +256,11 @@ def test_whole_run_options_are_identical_on_both_paths(monkeypatch, policy, opti
 @pytest.mark.parametrize("policy", ["cmcbf", "amcbf", "smcbf"])
 def test_a_machine_with_vectorised_state_and_wide_jobs_is_identical_on_both_paths(monkeypatch, policy):
     # 2,100 nodes x 2 tiers: the reference keeps typed arrays and handles jobs of 48 processes
-    # or more vectorised (another summation order of the overflow the whole run reproduces).
+    # or more vectorised (another summation order of the overflow the whole run reproduces:
+    # wrong CPU estimates make it non-zero).
     spec = _model_spec("lublin03", 400, 2100, policy, 2, seed=4)
     spec["platform"]["migration_cost"] = 10.0
+    spec["workload"].update(cpu_accuracy=0.0, cpu_guess="prior")
     _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} on 2,100 nodes")
 
 
