@@ -1,7 +1,7 @@
 """The compiled whole run: which runs it takes, and running them.
 
-For the consolidation family (CMBF, AMBF, CMCBF, AMCBF, SMCBF) on the ``nodes`` platform with one
-or two tiers, the event loop, the policy's passes and the platform's state run compiled together
+For the consolidation family (CMBF, AMBF, CMCBF, AMCBF, SMCBF), KEASY and REASY on the ``nodes``
+platform with one or two tiers, the event loop, the policy's passes and the platform's state run compiled together
 (``core/platforms/_tiered_run.pyx``), then write their results back into the jobs and the
 engine, so that the same Python code builds the job records and metrics. Anything it does not
 implement runs the Python loop instead (:func:`why_not`), never a different model.
@@ -37,6 +37,7 @@ def why_not(engine: Engine) -> str | None:
     """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
     from .platforms.nodes import Nodes
     from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, NodeVms, Smcbf
+    from .policies.two_tier_easy import Keasy, Reasy, TieredVms
 
     reason = why_python()
     if reason is not None:
@@ -46,7 +47,10 @@ def why_not(engine: Engine) -> str | None:
     platform, policy = engine.platform, engine.policy
     if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
         return "the compiled whole run covers the nodes platform with one or two tiers"
-    if type(policy) not in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) or type(policy.resources) is not NodeVms:
+    consolidation = type(policy) in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) and type(policy.resources) is NodeVms
+    # KEASY and REASY as they plan by default: on the jobs' own estimates.
+    two_tier_easy = type(policy) in (Keasy, Reasy) and type(policy.resources) is TieredVms and policy._plain
+    if not (consolidation or two_tier_easy):
         return f"the compiled whole run does not cover policy {policy.name!r}"
     if engine.observer is not None or engine.segments is not None:
         return "an observer or recorded segments need the Python loop"

@@ -1,7 +1,8 @@
 """The compiled path against the Python reference: every tiered policy, identical results.
 
 The tiered platform's hot loops have compiled twins (``core/platforms/_nodes_fast.pyx``), and the
-consolidation family on one or two tiers runs compiled whole (``core/platforms/_tiered_run.pyx``);
+consolidation family, KEASY and REASY on one or two tiers run compiled whole
+(``core/platforms/_tiered_run.pyx``);
 ``TIERSWEEP_PURE_PYTHON=1`` forces the Python reference. Each case here runs one spec on both
 paths and requires bit-identical per-job records and metrics, on real logs and on generated
 workloads, with 1-3 tiers. The tests skip, saying so, only where the extension is not built;
@@ -208,11 +209,11 @@ def test_idle_set_kernels_keep_the_same_stack(monkeypatch, nodes, steps):
 
 
 #: The policies the compiled whole run covers.
-WHOLE_RUN_POLICIES = ("cmbf", "ambf", "cmcbf", "amcbf", "smcbf")
+WHOLE_RUN_POLICIES = ("cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reasy")
 
 
 @pytest.mark.parametrize(("policy", "tiers"), [(p, t) for p in WHOLE_RUN_POLICIES for t in TIERED_POLICIES[p] if t < 3])
-def test_the_consolidation_family_runs_compiled_whole_on_one_or_two_tiers(monkeypatch, policy, tiers):
+def test_the_tiered_policies_run_compiled_whole_on_one_or_two_tiers(monkeypatch, policy, tiers):
     _require_compiled()
     spec = _model_spec("lublin03", 60, 16, policy, tiers, seed=2)
     assert _run_path(monkeypatch, spec) == compiled_run.WHOLE_RUN
@@ -222,8 +223,8 @@ def test_what_the_whole_run_does_not_cover_runs_the_python_loop_and_says_why(mon
     _require_compiled()
     three = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "amcbf", 3, seed=2))
     assert three.startswith("python loop (") and "one or two tiers" in three
-    easy = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "keasy", 2, seed=2))
-    assert "does not cover policy 'keasy'" in easy
+    easy = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "easy", 2, seed=2))
+    assert "does not cover policy 'easy'" in easy
     segments = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "amcbf", 2, seed=2), record_segments=True)
     assert "segments" in segments
     monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")

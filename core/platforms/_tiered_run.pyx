@@ -1,9 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The whole run of the consolidation family on the ``nodes`` platform, compiled.
+"""The whole run of the consolidation family, KEASY and REASY on the ``nodes`` platform, compiled.
 
 A line-by-line transcription of :meth:`tiersweep.core.engine.Engine.run` driving
 :class:`~tiersweep.core.policies.consolidation.Consolidation` with its
-:class:`~tiersweep.core.policies.consolidation.NodeVms` resource model on
+:class:`~tiersweep.core.policies.consolidation.NodeVms` resource model, or
+:class:`~tiersweep.core.policies.two_tier_easy.TwoTierEasy` (KEASY, REASY, planning on the jobs'
+estimates) with :class:`~tiersweep.core.policies.two_tier_easy.TieredVms`, on
 :class:`~tiersweep.core.platforms.nodes.Nodes` (one or two tiers): the event heap, the queue,
 the policy's indexes, the platform's per-VM state and its rate re-computation live in C arrays,
 and a decision is applied where the Python policy yields it, so every state the policy reads is
@@ -19,7 +21,7 @@ else (observers, segments, other policies, platforms or tier counts) runs the Py
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
-from libc.math cimport INFINITY, NAN
+from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memmove
 
@@ -228,6 +230,17 @@ cdef class _Run:
     cdef double fixed_eff, overhead_max, floor, threshold, migration_cost
     cdef int preemption
     cdef bint adaptive
+    # -- KEASY / REASY (TwoTierEasy): the foreground jobs by estimated end, the kills
+    cdef bint easy_family, may_kill
+    cdef KeyNode* ends
+    cdef Py_ssize_t ends_n
+    cdef double* end_key
+    cdef double* cpu_sum
+    cdef i64* kills_of
+    cdef double* lost_progress
+    cdef i64 kills
+    cdef double lost_work
+    cdef char* pin_mark
     cdef double fixed_xfactor, bsld_sum, bsld_bound
     cdef i64 completed
     cdef object overhead_draws, eff_draws
@@ -322,6 +335,8 @@ cdef class _Run:
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
         free(self.scratch_stale); free(self.scratch_est); free(self.node_mark)
+        free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
+        free(self.pin_mark)
 
     # -- set-up ----------------------------------------------------------------------------------
     cdef int setup(self, object engine, double floor) except -1:
@@ -343,12 +358,17 @@ cdef class _Run:
         self.floor = floor
         self.threshold = policy.bg_threshold
         self.migration_cost = engine.migration_cost
-        self.preemption = {"all": ALL, "head": HEAD, "starved": STARVED}[policy.preemption]
-        starvation = policy.starvation
-        self.adaptive = starvation.adaptive
-        self.fixed_xfactor = 0.0 if self.adaptive else starvation.fixed
-        self.bsld_sum = starvation._bsld_sum
-        self.completed = starvation._completed
+        self.easy_family = not hasattr(policy, "preemption")
+        if self.easy_family:
+            self.may_kill = policy.may_kill
+            self.adaptive = False
+        else:
+            self.preemption = {"all": ALL, "head": HEAD, "starved": STARVED}[policy.preemption]
+            starvation = policy.starvation
+            self.adaptive = starvation.adaptive
+            self.fixed_xfactor = 0.0 if self.adaptive else starvation.fixed
+            self.bsld_sum = starvation._bsld_sum
+            self.completed = starvation._completed
         self.overhead_draws = platform._overhead
         self.eff_draws = platform._eff
         vms = nodes * self.k
@@ -404,6 +424,15 @@ cdef class _Run:
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
         self.node_mark = <char*>calloc(nodes + 1, 1)
+        self.pin_mark = <char*>calloc(nodes + 1, 1)
+        self.ends = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        self.end_key = <double*>calloc(n + 1, sizeof(double))
+        self.cpu_sum = <double*>malloc((n + 1) * sizeof(double))
+        self.kills_of = <i64*>calloc(n + 1, sizeof(i64))
+        self.lost_progress = <double*>calloc(n + 1, sizeof(double))
+        if (self.pin_mark == NULL or self.ends == NULL or self.end_key == NULL or self.cpu_sum == NULL
+                or self.kills_of == NULL or self.lost_progress == NULL):
+            raise MemoryError()
         if (self.state == NULL or self.size == NULL or self.submit == NULL or self.runtime == NULL
                 or self.estimate == NULL or self.start_time == NULL or self.last_start == NULL
                 or self.finish_time == NULL or self.progress == NULL or self.rate == NULL or self.updated == NULL
@@ -433,6 +462,7 @@ cdef class _Run:
             self.version[i] = job.version
             self.migrations[i] = job.migrations
             self.segment_time[i] = job.segment_time
+            self.cpu_sum[i] = job.cpu_sum
             self.state[i] = PENDING
         for i in range(vms):
             self.vm_job[i] = -1
@@ -566,19 +596,61 @@ cdef class _Run:
         return total
 
     # -- the policy's indexes (Consolidation._enter / _leave) -------------------------------------
-    cdef inline void enter(self, i64 j) noexcept:
-        if self.tier[j] == 0:
+    cdef inline void enter(self, i64 j, bint moved=False) noexcept:
+        cdef double remaining
+        if self.tier[j] != 0:
+            self._insert(self.bg, &self.bg_n, j)
+        elif not self.easy_family:
             self.fenwick_add(j, self.size[j])
             self._insert(self.fg, &self.fg_n, j)
+        elif moved:
+            # TwoTierEasy.on_move: a background job switched up is expected to end when what
+            # its estimate leaves after its progress has run.
+            remaining = self.estimate[j] - self.progress[j]
+            self.end_insert(j, self.now + (remaining if remaining > 0.0 else 0.0))
         else:
-            self._insert(self.bg, &self.bg_n, j)
+            # Backfill.on_start
+            remaining = self.estimate[j] - self.progress[j]
+            if remaining < 0.0:
+                remaining = 0.0
+            self.end_insert(j, self.last_start[j] + remaining)
 
     cdef inline void leave(self, i64 j, int tier) noexcept:
-        if tier == 0:
+        if tier != 0:
+            self._remove(self.bg, &self.bg_n, j)
+        elif not self.easy_family:
             self.fenwick_add(j, -self.size[j])
             self._remove(self.fg, &self.fg_n, j)
         else:
-            self._remove(self.bg, &self.bg_n, j)
+            self.end_remove(j)
+
+    cdef inline Py_ssize_t end_bisect(self, KeyNode* key) noexcept:
+        cdef Py_ssize_t lo = 0, hi = self.ends_n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _cmp_keynode(&self.ends[mid], key) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef inline void end_insert(self, i64 j, double end) noexcept:
+        cdef KeyNode key
+        key.key = end
+        key.node = j
+        cdef Py_ssize_t at = self.end_bisect(&key)
+        memmove(self.ends + at + 1, self.ends + at, (self.ends_n - at) * sizeof(KeyNode))
+        self.ends[at] = key
+        self.ends_n += 1
+        self.end_key[j] = end
+
+    cdef inline void end_remove(self, i64 j) noexcept:
+        cdef KeyNode key
+        key.key = self.end_key[j]
+        key.node = j
+        cdef Py_ssize_t at = self.end_bisect(&key)
+        memmove(self.ends + at, self.ends + at + 1, (self.ends_n - at - 1) * sizeof(KeyNode))
+        self.ends_n -= 1
 
     # -- node keys (NodeVms._refresh, for one node) ------------------------------------------------
     cdef inline void refresh_node(self, i64 node) noexcept:
@@ -970,7 +1042,7 @@ cdef class _Run:
             self.rate[j] = r
             self.schedule_finish(j)
         self.leave(j, old_tier)
-        self.enter(j)
+        self.enter(j, True)
         return 0
 
     cdef int finish(self, i64 j) except -1:
@@ -1287,6 +1359,231 @@ cdef class _Run:
             free(snapshot)
         return 0
 
+    # -- KEASY and REASY (TwoTierEasy.decide with TieredVms) ------------------------------------------
+    cdef int kill(self, i64 j) except -1:
+        """Engine._kill: the run is discarded, the job queued again with no progress."""
+        cdef double lost
+        self.bring_up_to_date(j)
+        self.close_segment(j)
+        self.requeue(j)
+        lost = self.progress[j]
+        self.kills += 1
+        self.kills_of[j] += 1
+        self.lost_progress[j] = self.lost_progress[j] + lost
+        self.lost_work += lost * self.cpu_sum[j]
+        self.progress[j] = 0.0
+        self.leave(j, self.tier[j])
+        free(self.nodes[j])
+        self.nodes[j] = NULL
+        return 0
+
+    cdef bint own_foreground_idle(self, i64 j) noexcept:
+        cdef Py_ssize_t p
+        for p in range(self.size[j]):
+            if self.vm_job[self.nodes[j][p] * self.k] >= 0:
+                return False
+        return True
+
+    cdef i64 idle_foreground_among(self, i64 j) noexcept:
+        cdef Py_ssize_t p
+        cdef i64 idle = 0
+        for p in range(self.size[j]):
+            if self.vm_job[self.nodes[j][p] * self.k] < 0:
+                idle += 1
+        return idle
+
+    cdef int start_foreground(self, i64 j, char* skip) except -1:
+        """Start ``j`` on idle foreground VMs by the load of their lower tiers, leaving out the
+        nodes marked in ``skip`` (TieredVms.foreground)."""
+        cdef Py_ssize_t p, size = self.size[j]
+        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+        if placement == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                placement[p] = -1
+            self.fg_rank.smallest(size, skip, self.scratch_keys, placement + size)
+            self.place(j, placement + size, placement)
+            self.apply_start(j, 0, placement)
+        finally:
+            free(placement)
+        return 0
+
+    cdef int deploy(self, i64 j, char* skip) except -1:
+        """TwoTierEasy._deploy: 1 if ``j`` was deployed to the foreground, else 0."""
+        if self.state[j] == QUEUED:
+            self.start_foreground(j, skip)
+            return 1
+        if self.own_foreground_idle(j):
+            self.move(j, 0, self.nodes[j])  # a priority swap on its own nodes
+            return 1
+        if not self.may_kill:
+            return 0  # pinned to its nodes
+        self.kill(j)
+        self.start_foreground(j, skip)
+        return 1
+
+    cdef int decide_easy(self) except -1:
+        cdef Py_ssize_t a = 0, b = 0, n, first = 0
+        cdef i64* order
+        if not self.queue_n and not self.bg_n:
+            return 0
+        n = self.queue_n + self.bg_n
+        order = <i64*>malloc((n + 1) * sizeof(i64))
+        if order == NULL:
+            raise MemoryError()
+        try:
+            # Q u J_bg by arrival (both sorted: merged).
+            while a < self.queue_n or b < self.bg_n:
+                if b >= self.bg_n or (a < self.queue_n and self.queue[a] < self.bg[b]):
+                    order[a + b] = self.queue[a]
+                    a += 1
+                else:
+                    order[a + b] = self.bg[b]
+                    b += 1
+            # Step 1: deploy in arrival order while the foreground has room.
+            while first < n:
+                if self.size[order[first]] > self.free0:
+                    break
+                if not self.deploy(order[first], self.node_mark):
+                    break
+                first += 1
+            # Step 2: the first job not deployed holds the reservation; the later ones backfill.
+            if first < n:
+                self.reserve(order[first], order + first + 1, n - first - 1)
+        finally:
+            free(order)
+        # Step 3: the queued jobs in background VMs, shortest estimate first.
+        if self.queue_n and self.el_count:
+            self.background_easy()
+        return 0
+
+    cdef double easy_shadow(self, i64 free_now, i64 size, i64* extra) noexcept:
+        """Easy.shadow over the foreground jobs by estimated end."""
+        cdef i64 available = free_now
+        cdef Py_ssize_t i = 0
+        cdef double shadow = INFINITY, end
+        while i < self.ends_n:
+            end = self.ends[i].key
+            available += self.size[self.ends[i].node]
+            i += 1
+            if available >= size:
+                shadow = nextafter(self.now, INFINITY) if end <= self.now else end
+                break
+        while i < self.ends_n:
+            if self.ends[i].key > shadow:
+                break
+            available += self.size[self.ends[i].node]
+            i += 1
+        extra[0] = available - size
+        return shadow
+
+    cdef double pinned_shadow(self, i64 head) noexcept:
+        """TwoTierEasy._pinned_shadow: the last estimated end of the jobs in the foreground VMs
+        of ``head``'s nodes."""
+        cdef Py_ssize_t p
+        cdef i64 occupant
+        cdef bint any_end = False
+        cdef double shadow = self.now
+        for p in range(self.size[head]):
+            occupant = self.vm_job[self.nodes[head][p] * self.k]
+            if occupant >= 0:
+                if not any_end or self.end_key[occupant] > shadow:
+                    shadow = self.end_key[occupant]
+                any_end = True
+        return shadow if shadow > self.now else nextafter(self.now, INFINITY)
+
+    cdef int reserve(self, i64 head, i64* waiting, Py_ssize_t n_waiting) except -1:
+        """TwoTierEasy._reserve."""
+        cdef double now = self.now, shadow, duration
+        cdef i64 free_now = self.free0, extra = 0, j
+        cdef bint pinned = self.state[head] != QUEUED and not self.may_kill, by_shadow, touches
+        cdef Py_ssize_t i, p
+        cdef char* pin = self.pin_mark
+        if pinned:
+            for p in range(self.size[head]):
+                pin[self.nodes[head][p]] = 1
+            shadow = self.pinned_shadow(head)
+            extra = free_now - self.idle_foreground_among(head)
+        else:
+            shadow = self.easy_shadow(free_now, self.size[head], &extra)
+        try:
+            for i in range(n_waiting):
+                j = waiting[i]
+                if free_now == 0:
+                    break
+                if self.size[j] > free_now:
+                    continue
+                if self.state[j] == QUEUED:
+                    duration = self.estimate[j]
+                elif self.own_foreground_idle(j):
+                    duration = self.estimate[j] - self.progress[j]
+                    if not (duration > 0.0):
+                        duration = 0.0
+                    if pinned and now + duration > shadow:
+                        touches = False
+                        for p in range(self.size[j]):
+                            if pin[self.nodes[j][p]]:
+                                touches = True
+                                break
+                        if touches:
+                            continue  # would keep the head's VMs past the shadow
+                elif self.may_kill:
+                    duration = self.estimate[j]
+                else:
+                    continue  # pinned to nodes whose foreground is busy
+                by_shadow = now + duration <= shadow
+                if not by_shadow and self.size[j] > extra:
+                    continue
+                self.deploy(j, self.node_mark if by_shadow or not pinned else pin)
+                free_now = self.free0
+                if pinned:
+                    extra = free_now - self.idle_foreground_among(head)
+                elif not by_shadow:
+                    extra -= self.size[j]
+        finally:
+            if pinned:
+                for p in range(self.size[head]):
+                    pin[self.nodes[head][p]] = 0
+        return 0
+
+    cdef int background_easy(self) except -1:
+        """TwoTierEasy._background: queued jobs in the background tier, shortest estimate first
+        (ties by arrival), placed on eligible nodes by the load of the tier above."""
+        cdef Py_ssize_t i, p, n = self.queue_n, size
+        cdef i64 j, room = self.el_count
+        cdef KeyNode* queued = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        cdef i64* placement
+        if queued == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                queued[i].key = self.estimate[self.queue[i]]
+                queued[i].node = self.queue[i]
+            qsort(queued, n, sizeof(KeyNode), _cmp_keynode)
+            for i in range(n):
+                j = queued[i].node
+                size = self.size[j]
+                if size > room or size > self.el_count:
+                    continue
+                placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+                if placement == NULL:
+                    raise MemoryError()
+                try:
+                    for p in range(size):
+                        placement[p] = -1
+                    self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
+                    self.place(j, placement + size, placement)
+                    self.apply_start(j, 1, placement)
+                finally:
+                    free(placement)
+                room = self.el_count
+                if room == 0:
+                    return 0
+        finally:
+            free(queued)
+        return 0
+
     # -- the event loop (Engine.run) ----------------------------------------------------------------
     cdef int loop(self) except -1:
         cdef Py_ssize_t cursor = 0, n = self.n_jobs
@@ -1334,7 +1631,10 @@ cdef class _Run:
             if self.rates_dirty:
                 self.apply_rate_changes()
             self.passes += 1
-            self.decide()
+            if self.easy_family:
+                self.decide_easy()
+            else:
+                self.decide()
             if self.rates_dirty:
                 self.apply_rate_changes()
         return 0
@@ -1360,6 +1660,15 @@ cdef class _Run:
         engine.now = self.now
         engine.passes = self.passes
         engine.overflow_seconds = self.overflow_seconds
+        if self.kills:
+            engine.kills = self.kills
+            engine.lost_work = self.lost_work
+            for i in range(self.n_jobs):
+                if self.kills_of[i]:
+                    engine.kills_by_job[i] = self.kills_of[i]
+                    engine.lost_progress[i] = self.lost_progress[i]
+        if self.easy_family:
+            return 0
         self.platform.overflow_rate = self.overflow_rate
         starvation = self.policy.starvation
         starvation._bsld_sum = self.bsld_sum
@@ -1379,7 +1688,7 @@ cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
 
 
 def run(engine, double floor):
-    """Run ``engine`` (a consolidation policy on ``nodes`` with one or two tiers, no observer,
+    """Run ``engine`` (a consolidation policy, KEASY or REASY on ``nodes`` with one or two tiers, no observer,
     no segments) to its end, as :meth:`Engine.run` would; returns the number of jobs left queued
     or running (0 unless the policy got stuck)."""
     cdef _Run state = _Run()
