@@ -45,13 +45,13 @@ def why_not(engine: Engine) -> str | None:
     if _module() is None:
         return "the compiled whole run is not built"
     platform, policy = engine.platform, engine.policy
-    if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
-        return "the compiled whole run covers the nodes platform with one or two tiers"
     consolidation = type(policy) in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) and type(policy.resources) is NodeVms
     # KEASY and REASY as they plan by default: on the jobs' own estimates.
     two_tier_easy = type(policy) in (Keasy, Reasy) and type(policy.resources) is TieredVms and policy._plain
     if not (consolidation or two_tier_easy):
         return f"the compiled whole run does not cover policy {policy.name!r}"
+    if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
+        return "the compiled whole run covers the nodes platform with one or two tiers"
     if engine.observer is not None or engine.segments is not None:
         return "an observer or recorded segments need the Python loop"
     if not engine.jobs or any(job.state != 0 for job in itertools.islice(engine.jobs, 1)):
