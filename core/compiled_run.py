@@ -24,6 +24,9 @@ __all__ = ["why_not", "run_compiled", "run_path_line", "WHOLE_RUN"]
 _MODULE = "tiersweep.core.platforms._tiered_run"
 #: How the run summary names the compiled whole run.
 WHOLE_RUN = "compiled whole run"
+#: The policies it covers (by registry name; the classes are checked too).
+_POLICIES = frozenset({"cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reasy"})
+_PLATFORM = "the compiled whole run covers the nodes platform with one or two tiers"
 
 
 def _module():  # noqa: ANN202 (a module or None)
@@ -35,23 +38,28 @@ def _module():  # noqa: ANN202 (a module or None)
 
 def why_not(engine: Engine) -> str | None:
     """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
-    from .platforms.nodes import Nodes
-    from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, NodeVms, Smcbf
-    from .policies.two_tier_easy import Keasy, Reasy, TieredVms
-
     reason = why_python()
     if reason is not None:
         return reason
     if _module() is None:
         return "the compiled whole run is not built"
     platform, policy = engine.platform, engine.policy
+    # By name first: a run imports the modules of its own policy and platform only.
+    if policy.name not in _POLICIES:
+        return f"the compiled whole run does not cover policy {policy.name!r}"
+    if platform.kind != "nodes":
+        return _PLATFORM
+    from .platforms.nodes import Nodes
+    from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, NodeVms, Smcbf
+    from .policies.two_tier_easy import Keasy, Reasy, TieredVms
+
     consolidation = type(policy) in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) and type(policy.resources) is NodeVms
     # KEASY and REASY as they plan by default: on the jobs' own estimates.
     two_tier_easy = type(policy) in (Keasy, Reasy) and type(policy.resources) is TieredVms and policy._plain
     if not (consolidation or two_tier_easy):
         return f"the compiled whole run does not cover policy {policy.name!r}"
     if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
-        return "the compiled whole run covers the nodes platform with one or two tiers"
+        return _PLATFORM
     if engine.observer is not None or engine.segments is not None:
         return "an observer or recorded segments need the Python loop"
     if not engine.jobs or any(job.state != 0 for job in itertools.islice(engine.jobs, 1)):
