@@ -171,7 +171,8 @@ def test_the_run_summary_names_the_path(tmp_path):
     assert f"path: python ({compiled_path.PURE_PYTHON_ENV} is set)" in done.stdout
     if compiled_path.compiled_available():
         env.pop(compiled_path.PURE_PYTHON_ENV)
-        done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
+        command = [sys.executable, "-m", "tiersweep", "run", str(spec)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 0, done.stderr
         assert f"path: compiled (Cython); this run: {compiled_run.WHOLE_RUN}" in done.stdout
 
@@ -286,7 +287,9 @@ _JOB = st.tuples(st.integers(0, 400), st.integers(0, 300), st.integers(1, 12), s
     cost=st.sampled_from([0.0, 7.0]),
     seed=st.integers(0, 50),
 )
-def test_generated_small_workloads_are_identical_on_both_paths(monkeypatch, tmp_path_factory, jobs, policy, tiers, cost, seed):
+def test_generated_small_workloads_are_identical_on_both_paths(
+    monkeypatch, tmp_path_factory, jobs, policy, tiers, cost, seed
+):
     if tiers == 1 and policy not in ("cmbf", "ambf"):
         tiers = 2
     jobs = sorted(jobs)  # a log is sorted by submit time
@@ -302,7 +305,9 @@ def test_generated_small_workloads_are_identical_on_both_paths(monkeypatch, tmp_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", WHOLE_RUN_POLICIES)
-@pytest.mark.parametrize(("log", "jobs", "nodes"), [("CTC-SP2-1996-3.1-cln.swf.gz", 5000, 320), ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, 128)])
+@pytest.mark.parametrize(
+    ("log", "jobs", "nodes"), [("CTC-SP2-1996-3.1-cln.swf.gz", 5000, 320), ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, 128)]
+)
 def test_whole_run_on_real_logs_is_identical_on_both_paths(monkeypatch, log, jobs, nodes, policy):
     spec = _trace_spec(log, jobs, nodes, policy, 2)
     spec["platform"]["migration_cost"] = 10.0

@@ -149,7 +149,8 @@ cdef class _Ranked:
         self.block_dirty = <char*>calloc(self.n_blocks, 1)
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.order = <KeyNode*>malloc(self.n_blocks * sizeof(KeyNode))
-        if self.keys == NULL or self.block_min == NULL or self.block_dirty == NULL or self.dirty_blocks == NULL or self.order == NULL:
+        if (self.keys == NULL or self.block_min == NULL or self.block_dirty == NULL or self.dirty_blocks == NULL
+                or self.order == NULL):
             raise MemoryError()
         for i in range(n):
             self.keys[i] = key
@@ -775,7 +776,8 @@ cdef class _Run:
                 r = q
         return r
 
-    cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates, Py_ssize_t n_changes) noexcept:
+    cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates,
+                           Py_ssize_t n_changes) noexcept:
         """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
         each whose rate changed to ``changes`` and its rate to ``rates``; returns their count."""
         cdef Py_ssize_t i
