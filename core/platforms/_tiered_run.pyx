@@ -242,6 +242,7 @@ cdef class _Run:
     cdef i64 kills
     cdef double lost_work
     cdef char* pin_mark
+    cdef char* job_mark  # scratch: distinct job indices of a batch
     cdef double fixed_xfactor, bsld_sum, bsld_bound
     cdef i64 completed
     cdef object overhead_draws, eff_draws
@@ -338,6 +339,7 @@ cdef class _Run:
         free(self.scratch_stale); free(self.scratch_est); free(self.node_mark)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
+        free(self.job_mark)
 
     # -- set-up ----------------------------------------------------------------------------------
     cdef int setup(self, object engine, double floor) except -1:
@@ -426,6 +428,9 @@ cdef class _Run:
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
         self.node_mark = <char*>calloc(nodes + 1, 1)
         self.pin_mark = <char*>calloc(nodes + 1, 1)
+        self.job_mark = <char*>calloc(n + 1, 1)
+        if self.job_mark == NULL:
+            raise MemoryError()
         self.ends = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
         self.end_key = <double*>calloc(n + 1, sizeof(double))
         self.cpu_sum = <double*>malloc((n + 1) * sizeof(double))
@@ -810,7 +815,7 @@ cdef class _Run:
         self.rates_dirty = False
         if n_dirty == 0:
             return 0
-        qsort(dirty, n_dirty, sizeof(i64), _cmp_i64)
+        _sort_marked(dirty, n_dirty, self.dirty_mark, n)
         sorted_overflow = self.vectorised and (self.dirty_bulk or self.n_small_dirty >= self.bulk_from)
         change_rates = <double*>malloc((2 * n + 2) * sizeof(double))
         if change_rates == NULL:
@@ -834,7 +839,7 @@ cdef class _Run:
                     n_bg += 1
                     if fgj >= 0:
                         self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
-            n_fg = _sort_unique(affected_fg, n_fg)
+            n_fg = _distinct_sorted(affected_fg, n_fg, self.job_mark)
             n_changes = self.rerate(affected_fg, n_fg, changes, change_rates, 0)
             # A foreground job whose rate changed re-rates the background of all its nodes.
             for i in range(n_changes):
@@ -865,7 +870,7 @@ cdef class _Run:
                     idle = self.floor
                 need = self.cpu[vm]
                 self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
-            n_bg = _sort_unique(affected_bg, n_bg)
+            n_bg = _distinct_sorted(affected_bg, n_bg, self.job_mark)
             n_changes = self.rerate(affected_bg, n_bg, changes, change_rates, n_changes)
             for i in range(n_changes):
                 if self.size[changes[i]] >= self.bulk_from:
@@ -935,7 +940,7 @@ cdef class _Run:
                         mark[node] = 1
                         nodes[m] = node
                         m += 1
-            qsort(nodes, m, sizeof(i64), _cmp_i64)
+            _sort_marked(nodes, m, mark, self.n_nodes)
             for i in range(m):
                 mark[nodes[i]] = 0
                 self.overflow_node(nodes[i], &total)
@@ -1282,7 +1287,7 @@ cdef class _Run:
                         n_victims += 1
                     else:
                         above += self.vm_est[base + lower]
-            n_victims = _sort_unique(victims, n_victims)
+            n_victims = _distinct_sorted(victims, n_victims, self.job_mark)
             for p in range(n_victims - 1, -1, -1):
                 self.suspend(victims[p])
         finally:
@@ -1676,6 +1681,35 @@ cdef class _Run:
         starvation._bsld_sum = self.bsld_sum
         starvation._completed = self.completed
         return 0
+
+
+cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
+    """:func:`_sort_unique` through a mark per value (all clear before and after): the repeats
+    go first, so a wide job named once per node costs one pass, not a sort of every copy."""
+    cdef Py_ssize_t i, kept = 0
+    for i in range(n):
+        if not mark[values[i]]:
+            mark[values[i]] = 1
+            values[kept] = values[i]
+            kept += 1
+    for i in range(kept):
+        mark[values[i]] = 0
+    if kept > 1:
+        qsort(values, kept, sizeof(i64), _cmp_i64)
+    return kept
+
+
+cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
+    """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
+    them are read off the marks in order (linear), few are sorted."""
+    cdef Py_ssize_t i, m = 0
+    if n * 16 < top:
+        qsort(values, n, sizeof(i64), _cmp_i64)
+        return
+    for i in range(top):
+        if mark[i]:
+            values[m] = i
+            m += 1
 
 
 cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
