@@ -14,7 +14,10 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 #: The compiled kernels: (module, source), paths relative to the project root.
-KERNELS = (("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),)
+KERNELS = (
+    ("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),
+    ("tiersweep.core.platforms._tiered_run", "core/platforms/_tiered_run.pyx"),
+)
 SKIPPED = "tiersweep: no C compiler, the compiled path is not built; the Python path will run"
 
 

@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 from .capabilities import pair_problem
 from .collector import collector_paused
+from .compiled_run import run_compiled
 from .decisions import Kill, Move, Reject, Start, Suspend
 from .errors import PlatformError, PolicyError, SpecError
 from .jobs import FINISHED, QUEUED, REJECTED, RUNNING, Job
@@ -139,10 +140,14 @@ class Engine:
         self._sequence = itertools.count()
         self._needs_restore: set[int] = set()
         self._restoring: dict[int, float] = {}  # job index -> rate it gets once restored
+        #: The path :meth:`run` took: the compiled whole run, or the Python loop and why.
+        self.path = "not run"
 
     # -- running -------------------------------------------------------------------------
     def run(self) -> None:
         """Process every event until all jobs have finished."""
+        if run_compiled(self):  # the same run, compiled whole (see compiled_run), where it applies
+            return
         jobs = self.jobs
         n_jobs = len(jobs)
         # The loop compares the next submit time at every timestamp: a list of floats, not an

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import simulate
 from ..core.capabilities import MOVES
-from ..core.compiled_path import path_line
+from ..core.compiled_run import run_path_line
 from ..core.engine import ENGINE_PARAMS
 from ..core.platforms import PLATFORMS
 from ..core.policies import POLICIES
@@ -122,7 +122,7 @@ def summary_table(result: RunResult) -> str:
         lines.append("")
         lines.append("workload rules: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in fired.items()))
     lines.append(f"\nsimulated in {result.wall_seconds:.2f} s")
-    lines.append(path_line())  # the compiled kernels or the Python reference: never a silent slowdown
+    lines.append(run_path_line())  # the compiled path or the Python reference: never a silent slowdown
     return "\n".join(lines)
 
 

@@ -127,7 +127,7 @@ def _simulation_child(spec_path: str, out_path: str) -> None:
     engine.run()
     seconds = time.perf_counter() - started
     slots = sum(job.size for job in built.jobs)
-    result = {"seconds": seconds, "jobs": len(built.jobs), "slots": slots}
+    result = {"seconds": seconds, "jobs": len(built.jobs), "slots": slots, "path": engine.path}
     Path(out_path).write_text(json.dumps(result), encoding="utf-8")
 
 
@@ -141,6 +141,8 @@ class CaseResult:
     slots: int
     peak_mb: float
     finished: bool = True
+    #: The path the run took (``Engine.path``: the compiled whole run or the Python loop).
+    path: str = ""
 
 
 def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float = CASE_TIMEOUT) -> CaseResult:
@@ -153,7 +155,7 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float =
     if not process.finished:
         return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False)
     child = json.loads(out.read_text(encoding="utf-8"))
-    return CaseResult(child["seconds"], child["jobs"], child["slots"], process.peak_mb)
+    return CaseResult(child["seconds"], child["jobs"], child["slots"], process.peak_mb, path=child.get("path", ""))
 
 
 def core_path() -> str:
@@ -232,6 +234,8 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                     first_us = us_job
                 print(f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
                       f"{result.peak_mb:>8,.0f}   {target if policy != 'easy' else ''} {verdict}".rstrip())
+                if policy != "easy":
+                    print(f"      path: {result.path}")
 
 
 def _verdict(ok: bool) -> str:

@@ -1,6 +1,8 @@
 """The compiled path against the Python reference: every tiered policy, identical results.
 
-The tiered platform's hot loops have compiled twins (``core/platforms/_nodes_fast.pyx``);
+The tiered platform's hot loops have compiled twins (``core/platforms/_nodes_fast.pyx``), and the
+consolidation family, KEASY and REASY on one or two tiers run compiled whole
+(``core/platforms/_tiered_run.pyx``);
 ``TIERSWEEP_PURE_PYTHON=1`` forces the Python reference. Each case here runs one spec on both
 paths and requires bit-identical per-job records and metrics, on real logs and on generated
 workloads, with 1-3 tiers. The tests skip, saying so, only where the extension is not built;
@@ -18,8 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiersweep.core import compiled_path
+from tiersweep.core import compiled_path, compiled_run
+from tiersweep.core.engine import Engine
 from tiersweep.core.platforms.nodes import IdleSet, Nodes
+from tiersweep.core.policies.consolidation import Amcbf
 from tiersweep.core.simulate import simulate
 from tiersweep.core.version import source_digest
 
@@ -71,6 +75,22 @@ def _assert_identical(compiled, reference, label: str) -> None:
         same = other == value or (other != other and value != value)  # NaN on both sides
         assert same, f"{label}: metric {name}: {other!r} compiled, {value!r} reference"
     assert compiled.end_time == reference.end_time, label
+
+
+def _run_path(monkeypatch: pytest.MonkeyPatch, spec: dict, **engine_options) -> str:
+    """The path ``spec``'s engine takes on the compiled side (``Engine.path`` after the run)."""
+    taken: list[str] = []
+    original = Engine.run
+
+    def spy(engine: Engine) -> None:
+        original(engine)
+        taken.append(engine.path)
+
+    monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV, raising=False)
+    monkeypatch.setattr(Engine, "run", spy)
+    simulate(spec, **engine_options)
+    monkeypatch.undo()
+    return taken[0]
 
 
 def _trace_spec(name: str, jobs: int, nodes: int, policy: str, tiers: int, seed: int = 3) -> dict:
@@ -149,6 +169,12 @@ def test_the_run_summary_names_the_path(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"path: python ({compiled_path.PURE_PYTHON_ENV} is set)" in done.stdout
+    if compiled_path.compiled_available():
+        env.pop(compiled_path.PURE_PYTHON_ENV)
+        command = [sys.executable, "-m", "tiersweep", "run", str(spec)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"path: compiled (Cython); this run: {compiled_run.WHOLE_RUN}" in done.stdout
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -181,3 +207,108 @@ def test_idle_set_kernels_keep_the_same_stack(monkeypatch, nodes, steps):
             reference.extend(freed.astype(np.int64))
         assert list(fast) == list(reference)
         assert fast._pos.tolist() == reference._pos.tolist() and len(fast) == len(reference)
+
+
+#: The policies the compiled whole run covers.
+WHOLE_RUN_POLICIES = ("cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reasy")
+
+
+@pytest.mark.parametrize(("policy", "tiers"), [(p, t) for p in WHOLE_RUN_POLICIES for t in TIERED_POLICIES[p] if t < 3])
+def test_the_tiered_policies_run_compiled_whole_on_one_or_two_tiers(monkeypatch, policy, tiers):
+    _require_compiled()
+    spec = _model_spec("lublin03", 60, 16, policy, tiers, seed=2)
+    assert _run_path(monkeypatch, spec) == compiled_run.WHOLE_RUN
+
+
+def test_what_the_whole_run_does_not_cover_runs_the_python_loop_and_says_why(monkeypatch):
+    _require_compiled()
+    three = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "amcbf", 3, seed=2))
+    assert three.startswith("python loop (") and "one or two tiers" in three
+    easy = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "easy", 2, seed=2))
+    assert "does not cover policy 'easy'" in easy
+    segments = _run_path(monkeypatch, _model_spec("lublin03", 60, 16, "amcbf", 2, seed=2), record_segments=True)
+    assert "segments" in segments
+    monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")
+    engine = Engine([], Nodes(4, 2), Amcbf())
+    assert compiled_run.why_not(engine) == f"{compiled_path.PURE_PYTHON_ENV} is set"
+
+
+@pytest.mark.parametrize("policy", WHOLE_RUN_POLICIES)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"platform": {"migration_cost": 20.0}},
+        {"platform": {"migration_cost": 5.0, "bg_efficiency_scope": "process"}},
+        {"workload": {"cpu_accuracy": 0.5}},
+        {"workload": {"cpu_accuracy": 0.0, "cpu_guess": "prior"}},
+        {"workload": {"cpu_usage": [0.9, 1.0]}, "platform": {"fg_overhead": 0.0}},
+        {"policy": {"bg_threshold": 0.5}},
+    ],
+    ids=["migration", "migration-process-scope", "accuracy-0.5", "accuracy-0-prior", "heavy-cpu", "threshold-0.5"],
+)
+def test_whole_run_options_are_identical_on_both_paths(monkeypatch, policy, options):
+    spec = _trace_spec("KTH-SP2-1996-2.1-cln.swf.gz", 400, 100, policy, 2)
+    for section, values in options.items():
+        if section == "policy" and policy in ("cmbf", "ambf"):
+            continue  # (no background threshold)
+        spec[section].update(values)
+    _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} {options}")
+
+
+@pytest.mark.parametrize("policy", ["cmcbf", "amcbf", "smcbf"])
+def test_a_machine_with_vectorised_state_and_wide_jobs_is_identical_on_both_paths(monkeypatch, policy):
+    # 2,100 nodes x 2 tiers: the reference keeps typed arrays and handles jobs of 48 processes
+    # or more vectorised (another summation order of the overflow the whole run reproduces:
+    # wrong CPU estimates make it non-zero).
+    spec = _model_spec("lublin03", 400, 2100, policy, 2, seed=4)
+    spec["platform"]["migration_cost"] = 10.0
+    spec["workload"].update(cpu_accuracy=0.0, cpu_guess="prior")
+    _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} on 2,100 nodes")
+
+
+def _swf(folder, jobs: list[tuple[int, int, int, int]]) -> str:
+    lines = [
+        f"{i + 1} {submit} -1 {runtime} {size} -1 -1 {size} {requested} -1 1 1 -1 -1 -1 -1 -1 -1"
+        for i, (submit, runtime, size, requested) in enumerate(jobs)
+    ]
+    path = folder / "generated.swf"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+_JOB = st.tuples(st.integers(0, 400), st.integers(0, 300), st.integers(1, 12), st.integers(1, 400))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    jobs=st.lists(_JOB, min_size=1, max_size=40),
+    policy=st.sampled_from(WHOLE_RUN_POLICIES),
+    tiers=st.sampled_from([1, 2]),
+    cost=st.sampled_from([0.0, 7.0]),
+    seed=st.integers(0, 50),
+)
+def test_generated_small_workloads_are_identical_on_both_paths(
+    monkeypatch, tmp_path_factory, jobs, policy, tiers, cost, seed
+):
+    if tiers == 1 and policy not in ("cmbf", "ambf"):
+        tiers = 2
+    jobs = sorted(jobs)  # a log is sorted by submit time
+    path = _swf(tmp_path_factory.mktemp("swf"), jobs)
+    spec = {
+        "workload": {"trace": path},
+        "platform": {"nodes": 12, "tiers": tiers, "migration_cost": cost},
+        "policy": {"name": policy},
+        "seed": seed,
+    }
+    _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} x{tiers} {jobs}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", WHOLE_RUN_POLICIES)
+@pytest.mark.parametrize(
+    ("log", "jobs", "nodes"), [("CTC-SP2-1996-3.1-cln.swf.gz", 5000, 320), ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, 128)]
+)
+def test_whole_run_on_real_logs_is_identical_on_both_paths(monkeypatch, log, jobs, nodes, policy):
+    spec = _trace_spec(log, jobs, nodes, policy, 2)
+    spec["platform"]["migration_cost"] = 10.0
+    _assert_identical(*_both_paths(monkeypatch, spec), f"{log} {policy}")

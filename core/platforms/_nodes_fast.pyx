@@ -64,6 +64,20 @@ cdef Py_ssize_t _sort_unique(long long* values, Py_ssize_t n) noexcept:
     return kept
 
 
+cdef int _rerate(long long* affected, Py_ssize_t n, list prate, list rates, dict vms_of, dict running, list changes) except -1:
+    """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
+    ``(job, rate)`` to ``changes`` for each whose rate changed."""
+    cdef Py_ssize_t i, index
+    cdef double rate
+    for i in range(n):
+        index = affected[i]
+        rate = _slowest(prate, vms_of[index])
+        if rate != _item(rates, index):
+            rates[index] = rate
+            changes.append((running[index], rate))
+    return 0
+
+
 def two_tier_rate_changes(object platform, list dirty, double floor):
     """``Nodes._two_tier_rate_changes(dirty)``; ``floor`` is ``CPU_IDLE_FLOOR``.
 
@@ -119,24 +133,21 @@ def two_tier_rate_changes(object platform, list dirty, double floor):
                 if fg >= 0:
                     factor[2 * node + 1] = job_eff[bg] if per_job else process_eff(bg)
         n_fg = _sort_unique(affected_fg, n_fg)
-        for i in range(n_fg):
-            index = affected_fg[i]
-            rate = _slowest(prate, vms_of[index])
-            if rate != _item(rates, index):
-                rates[index] = rate
-                job = running[index]
-                changes.append((job, rate))
-                nodes = job.nodes
-                for j in range(PyList_GET_SIZE(nodes)):
-                    node = _index(nodes, j)
-                    bg = _index(occ, 2 * node + 1)
-                    if bg >= 0:
-                        affected_bg[n_bg] = bg
-                        n_bg += 1
-                        if not marked[node]:
-                            marked[node] = 1
-                            stale[n_stale] = node
-                            n_stale += 1
+        _rerate(affected_fg, n_fg, prate, rates, vms_of, running, changes)
+        # A foreground job whose rate changed re-rates the background of all its nodes.
+        for i in range(PyList_GET_SIZE(changes)):
+            job = (<tuple>PyList_GET_ITEM(changes, i))[0]
+            nodes = job.nodes
+            for j in range(PyList_GET_SIZE(nodes)):
+                node = _index(nodes, j)
+                bg = _index(occ, 2 * node + 1)
+                if bg >= 0:
+                    affected_bg[n_bg] = bg
+                    n_bg += 1
+                    if not marked[node]:
+                        marked[node] = 1
+                        stale[n_stale] = node
+                        n_stale += 1
         for i in range(n_stale):
             node = stale[i]
             bg = _index(occ, 2 * node + 1)
@@ -153,12 +164,7 @@ def two_tier_rate_changes(object platform, list dirty, double floor):
             need = _item(cpu, vm)
             prate[vm] = _item(factor, vm) * (1.0 if idle >= need else idle / need)
         n_bg = _sort_unique(affected_bg, n_bg)
-        for i in range(n_bg):
-            index = affected_bg[i]
-            rate = _slowest(prate, vms_of[index])
-            if rate != _item(rates, index):
-                rates[index] = rate
-                changes.append((running[index], rate))
+        _rerate(affected_bg, n_bg, prate, rates, vms_of, running, changes)
     finally:
         free(block)
         free(marked)

@@ -1,0 +1,1738 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The whole run of the consolidation family, KEASY and REASY on the ``nodes`` platform, compiled.
+
+A line-by-line transcription of :meth:`tiersweep.core.engine.Engine.run` driving
+:class:`~tiersweep.core.policies.consolidation.Consolidation` with its
+:class:`~tiersweep.core.policies.consolidation.NodeVms` resource model, or
+:class:`~tiersweep.core.policies.two_tier_easy.TwoTierEasy` (KEASY, REASY, planning on the jobs'
+estimates) with :class:`~tiersweep.core.policies.two_tier_easy.TieredVms`, on
+:class:`~tiersweep.core.platforms.nodes.Nodes` (one or two tiers): the event heap, the queue,
+the policy's indexes, the platform's per-VM state and its rate re-computation live in C arrays,
+and a decision is applied where the Python policy yields it, so every state the policy reads is
+the one the Python run would show it. The floating-point operations are the reference's, in
+its order; random draws are taken from the platform's own buffered streams in the same order,
+and each job's per-process CPU usage is read from the job (the same lazy draws). At the end the
+jobs' fields and the engine's counters are written back, so that the same Python code builds
+the job records and metrics. ``tests/test_compiled_path.py`` compares both runs bit for bit.
+
+:func:`run` is called only for what :mod:`tiersweep.core.compiled_run` accepts; everything
+else (observers, segments, other policies, platforms or tier counts) runs the Python loop.
+"""
+
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.set cimport PySet_Add
+from libc.math cimport INFINITY, NAN, nextafter
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memmove
+
+# Event kinds, as in the engine (their order is the processing order at one timestamp).
+DEF FINISH = 0
+DEF RESTORE = 1
+
+# Job states, as in tiersweep.core.jobs.
+DEF PENDING = 0
+DEF QUEUED = 1
+DEF RUNNING = 2
+DEF FINISHED = 3
+
+DEF HEAD = 1
+DEF ALL = 0
+DEF STARVED = 2
+
+ctypedef long long i64
+
+
+cdef struct Event:
+    double time
+    int kind
+    i64 seq
+    i64 job
+    i64 version
+
+
+cdef inline bint _before(Event* a, Event* b) noexcept nogil:
+    if a.time != b.time:
+        return a.time < b.time
+    if a.kind != b.kind:
+        return a.kind < b.kind
+    return a.seq < b.seq
+
+
+cdef struct KeyNode:
+    double key
+    i64 node
+
+
+cdef int _cmp_keynode(const void* a, const void* b) noexcept nogil:
+    cdef KeyNode* x = <KeyNode*>a
+    cdef KeyNode* y = <KeyNode*>b
+    if x.key < y.key:
+        return -1
+    if x.key > y.key:
+        return 1
+    return (x.node > y.node) - (x.node < y.node)
+
+
+cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
+    cdef i64 x = (<const i64*>a)[0], y = (<const i64*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef struct EstProc:
+    double est
+    i64 process
+
+
+cdef int _cmp_est_desc(const void* a, const void* b) noexcept nogil:
+    # Estimated CPU usage descending, ties by process ascending: Python's stable
+    # ``sorted(range(size), key=cpu_est.__getitem__, reverse=True)``.
+    cdef EstProc* x = <EstProc*>a
+    cdef EstProc* y = <EstProc*>b
+    if x.est > y.est:
+        return -1
+    if x.est < y.est:
+        return 1
+    return (x.process > y.process) - (x.process < y.process)
+
+
+cdef inline double _item(list values, Py_ssize_t i):
+    return <double><object>PyList_GET_ITEM(values, i)
+
+
+DEF BLOCK_SHIFT = 7
+
+
+cdef inline void _offer(KeyNode* heap, Py_ssize_t* m, Py_ssize_t count, KeyNode item) noexcept:
+    """Keep in ``heap`` (a max-heap of ``m[0]`` entries) the ``count`` smallest items offered."""
+    cdef Py_ssize_t i, child, n = m[0]
+    if n < count:
+        i = n
+        m[0] = n + 1
+        while i > 0 and _cmp_keynode(&heap[(i - 1) >> 1], &item) < 0:
+            heap[i] = heap[(i - 1) >> 1]
+            i = (i - 1) >> 1
+        heap[i] = item
+    elif _cmp_keynode(&item, &heap[0]) < 0:
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _cmp_keynode(&heap[child + 1], &heap[child]) > 0:
+                child += 1
+            if _cmp_keynode(&heap[child], &item) > 0:
+                heap[i] = heap[child]
+                i = child
+            else:
+                break
+        heap[i] = item
+
+
+cdef class _Ranked:
+    """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
+    array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids with a lower bound of each block's keys,
+    so that picking the ``count`` best reads the blocks that can hold a winner, not every node."""
+
+    cdef double* keys
+    cdef Py_ssize_t n, n_blocks, n_dirty
+    cdef double* block_min
+    cdef char* block_dirty
+    cdef i64* dirty_blocks
+    cdef KeyNode* order
+
+    def __cinit__(self, Py_ssize_t n, double key):
+        cdef Py_ssize_t i
+        self.n = n
+        self.n_blocks = (n >> BLOCK_SHIFT) + 1
+        self.keys = <double*>malloc((n + 1) * sizeof(double))
+        self.block_min = <double*>malloc(self.n_blocks * sizeof(double))
+        self.block_dirty = <char*>calloc(self.n_blocks, 1)
+        self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
+        self.order = <KeyNode*>malloc(self.n_blocks * sizeof(KeyNode))
+        if (self.keys == NULL or self.block_min == NULL or self.block_dirty == NULL or self.dirty_blocks == NULL
+                or self.order == NULL):
+            raise MemoryError()
+        for i in range(n):
+            self.keys[i] = key
+        for i in range(self.n_blocks):
+            self.block_min[i] = key if (i << BLOCK_SHIFT) < n else INFINITY
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.block_min)
+        free(self.block_dirty)
+        free(self.dirty_blocks)
+        free(self.order)
+
+    cdef inline void set(self, i64 node, double key) noexcept:
+        cdef i64 b = node >> BLOCK_SHIFT
+        self.keys[node] = key
+        if not self.block_dirty[b]:
+            self.block_dirty[b] = 1
+            self.dirty_blocks[self.n_dirty] = b
+            self.n_dirty += 1
+
+    cdef void clean(self) noexcept:
+        cdef Py_ssize_t i, node, first, last
+        cdef i64 b
+        cdef double low
+        for i in range(self.n_dirty):
+            b = self.dirty_blocks[i]
+            self.block_dirty[b] = 0
+            first = b << BLOCK_SHIFT
+            last = min(first + (1 << BLOCK_SHIFT), self.n)
+            low = INFINITY
+            for node in range(first, last):
+                if self.keys[node] < low:
+                    low = self.keys[node]
+            self.block_min[b] = low
+        self.n_dirty = 0
+
+    cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* heap, i64* out) noexcept:
+        """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
+        (fewer if there are fewer); returns how many. Blocks are read by their lower bound,
+        ascending, until none left can hold a better one than the ``count``-th found."""
+        cdef Py_ssize_t i, b, m = 0, n_order = 0, node, first, last
+        cdef KeyNode item
+        if count <= 0:
+            return 0
+        self.clean()
+        for b in range(self.n_blocks):
+            if self.block_min[b] != INFINITY:
+                self.order[n_order].key = self.block_min[b]
+                self.order[n_order].node = b
+                n_order += 1
+        if n_order > 1:
+            qsort(self.order, n_order, sizeof(KeyNode), _cmp_keynode)
+        for i in range(n_order):
+            b = self.order[i].node
+            if m == count and (self.order[i].key > heap[0].key
+                               or (self.order[i].key == heap[0].key and (b << BLOCK_SHIFT) > heap[0].node)):
+                break
+            first = b << BLOCK_SHIFT
+            last = min(first + (1 << BLOCK_SHIFT), self.n)
+            for node in range(first, last):
+                if self.keys[node] == INFINITY or skip[node]:
+                    continue
+                item.key = self.keys[node]
+                item.node = node
+                _offer(heap, &m, count, item)
+        qsort(heap, m, sizeof(KeyNode), _cmp_keynode)
+        for i in range(m):
+            out[i] = heap[i].node
+        return m
+
+
+cdef class _Run:
+    # -- the run's parameters
+    cdef object engine, platform, policy, jobs
+    cdef Py_ssize_t n_jobs, n_nodes, k, policy_tiers, bulk_from
+    cdef bint vectorised, per_job, paper_eff
+    cdef double fixed_eff, overhead_max, floor, threshold, migration_cost
+    cdef int preemption
+    cdef bint adaptive
+    # -- KEASY / REASY (TwoTierEasy): the foreground jobs by estimated end, the kills
+    cdef bint easy_family, may_kill
+    cdef KeyNode* ends
+    cdef Py_ssize_t ends_n
+    cdef double* end_key
+    cdef double* cpu_sum
+    cdef i64* kills_of
+    cdef double* lost_progress
+    cdef i64 kills
+    cdef double lost_work
+    cdef char* pin_mark
+    cdef char* job_mark  # scratch: distinct job indices of a batch
+    cdef double fixed_xfactor, bsld_sum, bsld_bound
+    cdef i64 completed
+    cdef object overhead_draws, eff_draws
+    # -- per job
+    cdef char* state
+    cdef i64* size
+    cdef double* submit
+    cdef double* runtime
+    cdef double* estimate
+    cdef double* start_time
+    cdef double* last_start
+    cdef double* finish_time
+    cdef double* progress
+    cdef double* rate
+    cdef double* updated
+    cdef i64* version
+    cdef i64* migrations
+    cdef int* tier
+    cdef double* tier_time
+    cdef double* segment_time
+    cdef double* prate_job  # the platform's rate of the job (its slowest process)
+    cdef double* job_eff
+    cdef char* restoring
+    cdef double* restore_rate
+    cdef char* needs_restore
+    cdef i64** nodes
+    cdef double** cpu_true
+    cdef double** cpu_est
+    # -- per VM and per node
+    cdef i64* vm_job
+    cdef double* vm_est
+    cdef double* cpu
+    cdef double* factor
+    cdef double* prate
+    cdef double* overflow
+    cdef double overflow_rate
+    cdef i64 free0, free1
+    cdef _Ranked fg_rank, el_rank
+    cdef double* fg_key  # (their keys)
+    cdef double* el_key
+    cdef i64 fg_count, el_count
+    # -- dirty nodes since the last rate computation
+    cdef i64* dirty
+    cdef Py_ssize_t n_dirty, n_small_dirty
+    cdef char* dirty_mark
+    cdef char* small_mark
+    cdef bint dirty_bulk, rates_dirty
+    # -- engine
+    cdef Event* heap
+    cdef Py_ssize_t heap_n, heap_cap
+    cdef i64 sequence
+    cdef double now
+    cdef i64 passes
+    cdef double overflow_seconds
+    cdef i64* queue
+    cdef Py_ssize_t queue_n
+    # -- policy indexes
+    cdef i64* fenwick
+    cdef i64* fg
+    cdef Py_ssize_t fg_n
+    cdef i64* bg
+    cdef Py_ssize_t bg_n
+    cdef i64* order
+    cdef Py_ssize_t order_n, order_cap
+    cdef i64 order_previous
+    # -- scratch
+    cdef i64* scratch_nodes
+    cdef KeyNode* scratch_keys
+    cdef i64* scratch_jobs
+    cdef i64* scratch_stale
+    cdef EstProc* scratch_est
+    cdef char* node_mark
+
+    def __cinit__(self):
+        pass
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.nodes != NULL:
+            for i in range(self.n_jobs):
+                free(self.nodes[i])
+                free(self.cpu_true[i])
+                free(self.cpu_est[i])
+        free(self.state); free(self.size); free(self.submit); free(self.runtime); free(self.estimate)
+        free(self.start_time); free(self.last_start); free(self.finish_time); free(self.progress)
+        free(self.rate); free(self.updated); free(self.version); free(self.migrations); free(self.tier)
+        free(self.tier_time); free(self.segment_time); free(self.prate_job); free(self.job_eff)
+        free(self.restoring); free(self.restore_rate); free(self.needs_restore); free(self.nodes)
+        free(self.cpu_true); free(self.cpu_est); free(self.vm_job); free(self.vm_est); free(self.cpu)
+        free(self.factor); free(self.prate); free(self.overflow)
+        free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
+        free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
+        free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
+        free(self.scratch_stale); free(self.scratch_est); free(self.node_mark)
+        free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
+        free(self.pin_mark)
+        free(self.job_mark)
+
+    # -- set-up ----------------------------------------------------------------------------------
+    cdef int setup(self, object engine, double floor) except -1:
+        cdef Py_ssize_t i, n, nodes, vms
+        self.engine = engine
+        self.platform = platform = engine.platform
+        self.policy = policy = engine.policy
+        self.jobs = jobs = engine.jobs
+        self.n_jobs = n = len(jobs)
+        self.n_nodes = nodes = platform.capacity
+        self.k = platform.tiers
+        self.policy_tiers = self.k if policy.consolidates else 1
+        self.vectorised = platform.vectorised
+        self.bulk_from = platform.bulk_from
+        self.per_job = platform.eff_per_job
+        self.paper_eff = isinstance(platform.bg_efficiency, str)
+        self.fixed_eff = 0.0 if self.paper_eff else platform.bg_efficiency
+        self.overhead_max = platform.fg_overhead
+        self.floor = floor
+        self.threshold = policy.bg_threshold
+        self.migration_cost = engine.migration_cost
+        self.easy_family = not hasattr(policy, "preemption")
+        if self.easy_family:
+            self.may_kill = policy.may_kill
+            self.adaptive = False
+        else:
+            self.preemption = {"all": ALL, "head": HEAD, "starved": STARVED}[policy.preemption]
+            starvation = policy.starvation
+            self.adaptive = starvation.adaptive
+            self.fixed_xfactor = 0.0 if self.adaptive else starvation.fixed
+            self.bsld_sum = starvation._bsld_sum
+            self.completed = starvation._completed
+        self.overhead_draws = platform._overhead
+        self.eff_draws = platform._eff
+        vms = nodes * self.k
+        self.state = <char*>calloc(n + 1, 1)
+        self.size = <i64*>malloc((n + 1) * sizeof(i64))
+        self.submit = <double*>malloc((n + 1) * sizeof(double))
+        self.runtime = <double*>malloc((n + 1) * sizeof(double))
+        self.estimate = <double*>malloc((n + 1) * sizeof(double))
+        self.start_time = <double*>malloc((n + 1) * sizeof(double))
+        self.last_start = <double*>malloc((n + 1) * sizeof(double))
+        self.finish_time = <double*>malloc((n + 1) * sizeof(double))
+        self.progress = <double*>malloc((n + 1) * sizeof(double))
+        self.rate = <double*>malloc((n + 1) * sizeof(double))
+        self.updated = <double*>malloc((n + 1) * sizeof(double))
+        self.version = <i64*>malloc((n + 1) * sizeof(i64))
+        self.migrations = <i64*>malloc((n + 1) * sizeof(i64))
+        self.tier = <int*>calloc(n + 1, sizeof(int))
+        self.tier_time = <double*>calloc((n + 1) * self.k, sizeof(double))
+        self.segment_time = <double*>malloc((n + 1) * sizeof(double))
+        self.prate_job = <double*>calloc(n + 1, sizeof(double))
+        self.job_eff = <double*>calloc(n + 1, sizeof(double))
+        self.restoring = <char*>calloc(n + 1, 1)
+        self.restore_rate = <double*>calloc(n + 1, sizeof(double))
+        self.needs_restore = <char*>calloc(n + 1, 1)
+        self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
+        self.cpu_true = <double**>calloc(n + 1, sizeof(double*))
+        self.cpu_est = <double**>calloc(n + 1, sizeof(double*))
+        self.vm_job = <i64*>malloc(vms * sizeof(i64))
+        self.vm_est = <double*>calloc(vms, sizeof(double))
+        self.cpu = <double*>calloc(vms, sizeof(double))
+        self.factor = <double*>calloc(vms, sizeof(double))
+        self.prate = <double*>malloc(vms * sizeof(double))
+        self.overflow = <double*>calloc(nodes, sizeof(double))
+        # Every node idle: its lower tiers' load is 0; eligible for the background iff 0 < threshold.
+        self.fg_rank = _Ranked(nodes, 0.0)
+        self.el_rank = _Ranked(nodes, 0.0 if self.policy_tiers > 1 and 0.0 < self.threshold else INFINITY)
+        self.fg_key = self.fg_rank.keys
+        self.el_key = self.el_rank.keys
+        self.dirty = <i64*>malloc(nodes * sizeof(i64))
+        self.dirty_mark = <char*>calloc(nodes, 1)
+        self.small_mark = <char*>calloc(nodes, 1)
+        self.heap_cap = 1024
+        self.heap = <Event*>malloc(self.heap_cap * sizeof(Event))
+        self.queue = <i64*>malloc((n + 1) * sizeof(i64))
+        self.fenwick = <i64*>calloc(n + 2, sizeof(i64))
+        self.fg = <i64*>malloc((n + 1) * sizeof(i64))
+        self.bg = <i64*>malloc((n + 1) * sizeof(i64))
+        self.order_cap = n + 16
+        self.order = <i64*>malloc(self.order_cap * sizeof(i64))
+        self.scratch_nodes = <i64*>malloc((2 * nodes + 2) * sizeof(i64))
+        self.scratch_keys = <KeyNode*>malloc((nodes + 1) * sizeof(KeyNode))
+        self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
+        self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
+        self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
+        self.node_mark = <char*>calloc(nodes + 1, 1)
+        self.pin_mark = <char*>calloc(nodes + 1, 1)
+        self.job_mark = <char*>calloc(n + 1, 1)
+        if self.job_mark == NULL:
+            raise MemoryError()
+        self.ends = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        self.end_key = <double*>calloc(n + 1, sizeof(double))
+        self.cpu_sum = <double*>malloc((n + 1) * sizeof(double))
+        self.kills_of = <i64*>calloc(n + 1, sizeof(i64))
+        self.lost_progress = <double*>calloc(n + 1, sizeof(double))
+        if (self.pin_mark == NULL or self.ends == NULL or self.end_key == NULL or self.cpu_sum == NULL
+                or self.kills_of == NULL or self.lost_progress == NULL):
+            raise MemoryError()
+        if (self.state == NULL or self.size == NULL or self.submit == NULL or self.runtime == NULL
+                or self.estimate == NULL or self.start_time == NULL or self.last_start == NULL
+                or self.finish_time == NULL or self.progress == NULL or self.rate == NULL or self.updated == NULL
+                or self.version == NULL or self.migrations == NULL or self.tier == NULL or self.tier_time == NULL
+                or self.segment_time == NULL or self.prate_job == NULL or self.job_eff == NULL
+                or self.restoring == NULL or self.restore_rate == NULL or self.needs_restore == NULL
+                or self.nodes == NULL or self.cpu_true == NULL or self.cpu_est == NULL or self.vm_job == NULL
+                or self.vm_est == NULL or self.cpu == NULL or self.factor == NULL or self.prate == NULL
+                or self.overflow == NULL or self.fg_key == NULL or self.el_key == NULL or self.dirty == NULL
+                or self.dirty_mark == NULL or self.small_mark == NULL or self.heap == NULL or self.queue == NULL
+                or self.fenwick == NULL or self.fg == NULL or self.bg == NULL or self.order == NULL
+                or self.scratch_nodes == NULL or self.scratch_keys == NULL or self.scratch_jobs == NULL
+                or self.scratch_stale == NULL or self.scratch_est == NULL or self.node_mark == NULL):
+            raise MemoryError()
+        for i in range(n):
+            job = jobs[i]
+            self.size[i] = job.size
+            self.submit[i] = job.submit_time
+            self.runtime[i] = job.runtime
+            self.estimate[i] = job.estimate
+            self.start_time[i] = job.start_time
+            self.last_start[i] = job.last_start_time
+            self.finish_time[i] = job.finish_time
+            self.progress[i] = job.progress
+            self.rate[i] = job.rate
+            self.updated[i] = job.updated_time
+            self.version[i] = job.version
+            self.migrations[i] = job.migrations
+            self.segment_time[i] = job.segment_time
+            self.cpu_sum[i] = job.cpu_sum
+            self.state[i] = PENDING
+        for i in range(vms):
+            self.vm_job[i] = -1
+            self.prate[i] = 1.0
+        self.fg_count = nodes
+        self.el_count = nodes if self.policy_tiers > 1 and 0.0 < self.threshold else 0
+        self.free0 = nodes
+        self.free1 = nodes
+        self.overflow_rate = platform.overflow_rate
+        return 0
+
+    # -- cpu usage -------------------------------------------------------------------------------
+    cdef int load_cpu(self, Py_ssize_t j) except -1:
+        """Copy job ``j``'s per-process CPU usage (the same lazy draws the Python run reads)."""
+        if self.cpu_est[j] != NULL:
+            return 0
+        cdef Py_ssize_t p, size = self.size[j]
+        job = self.jobs[j]
+        true = job.cpu_true
+        est = job.cpu_est
+        cdef double* t = <double*>malloc(size * sizeof(double))
+        cdef double* e = <double*>malloc(size * sizeof(double))
+        if t == NULL or e == NULL:
+            free(t)
+            free(e)
+            raise MemoryError()
+        for p in range(size):
+            t[p] = true[p]
+            e[p] = est[p]
+        self.cpu_true[j] = t
+        self.cpu_est[j] = e
+        job.drop_cpu()  # only running jobs hold per-process values
+        return 0
+
+    # -- the event heap --------------------------------------------------------------------------
+    cdef int push(self, double time, int kind, i64 job) except -1:
+        cdef Py_ssize_t i, parent
+        cdef Event event
+        if self.heap_n == self.heap_cap:
+            grown = <Event*>malloc(2 * self.heap_cap * sizeof(Event))
+            if grown == NULL:
+                raise MemoryError()
+            for i in range(self.heap_n):
+                (<Event*>grown)[i] = self.heap[i]
+            free(self.heap)
+            self.heap = <Event*>grown
+            self.heap_cap *= 2
+        event.time = time
+        event.kind = kind
+        event.seq = self.sequence
+        self.sequence += 1
+        event.job = job
+        event.version = self.version[job]
+        i = self.heap_n
+        self.heap_n += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if _before(&event, &self.heap[parent]):
+                self.heap[i] = self.heap[parent]
+                i = parent
+            else:
+                break
+        self.heap[i] = event
+        return 0
+
+    cdef Event pop(self) noexcept:
+        cdef Event top = self.heap[0], last
+        cdef Py_ssize_t i = 0, child, n
+        self.heap_n -= 1
+        n = self.heap_n
+        if n == 0:
+            return top
+        last = self.heap[n]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _before(&self.heap[child + 1], &self.heap[child]):
+                child += 1
+            if _before(&self.heap[child], &last):
+                self.heap[i] = self.heap[child]
+                i = child
+            else:
+                break
+        self.heap[i] = last
+        return top
+
+    cdef int schedule_finish(self, i64 j) except -1:
+        if self.rate[j] > 0:
+            self.push(self.now + (self.runtime[j] - self.progress[j]) / self.rate[j], FINISH, j)
+        return 0
+
+    # -- sorted index arrays ---------------------------------------------------------------------
+    cdef inline Py_ssize_t _bisect(self, i64* values, Py_ssize_t n, i64 x) noexcept:
+        cdef Py_ssize_t lo = 0, hi = n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if values[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef inline void _insert(self, i64* values, Py_ssize_t* n, i64 x) noexcept:
+        cdef Py_ssize_t at = self._bisect(values, n[0], x)
+        memmove(values + at + 1, values + at, (n[0] - at) * sizeof(i64))
+        values[at] = x
+        n[0] += 1
+
+    cdef inline void _remove(self, i64* values, Py_ssize_t* n, i64 x) noexcept:
+        cdef Py_ssize_t at = self._bisect(values, n[0], x)
+        memmove(values + at, values + at + 1, (n[0] - at - 1) * sizeof(i64))
+        n[0] -= 1
+
+    cdef inline void fenwick_add(self, i64 position, i64 amount) noexcept:
+        cdef i64 i = position + 1
+        while i <= self.n_jobs:
+            self.fenwick[i] += amount
+            i += i & (-i)
+
+    cdef inline i64 fenwick_after(self, i64 position) noexcept:
+        """Foreground units held by jobs of arrival rank above ``position``."""
+        cdef i64 i = self.n_jobs, total = 0
+        while i > 0:
+            total += self.fenwick[i]
+            i -= i & (-i)
+        i = position + 1
+        while i > 0:
+            total -= self.fenwick[i]
+            i -= i & (-i)
+        return total
+
+    # -- the policy's indexes (Consolidation._enter / _leave) -------------------------------------
+    cdef inline void enter(self, i64 j, bint moved=False) noexcept:
+        cdef double remaining
+        if self.tier[j] != 0:
+            self._insert(self.bg, &self.bg_n, j)
+        elif not self.easy_family:
+            self.fenwick_add(j, self.size[j])
+            self._insert(self.fg, &self.fg_n, j)
+        elif moved:
+            # TwoTierEasy.on_move: a background job switched up is expected to end when what
+            # its estimate leaves after its progress has run.
+            remaining = self.estimate[j] - self.progress[j]
+            self.end_insert(j, self.now + (remaining if remaining > 0.0 else 0.0))
+        else:
+            # Backfill.on_start
+            remaining = self.estimate[j] - self.progress[j]
+            if remaining < 0.0:
+                remaining = 0.0
+            self.end_insert(j, self.last_start[j] + remaining)
+
+    cdef inline void leave(self, i64 j, int tier) noexcept:
+        if tier != 0:
+            self._remove(self.bg, &self.bg_n, j)
+        elif not self.easy_family:
+            self.fenwick_add(j, -self.size[j])
+            self._remove(self.fg, &self.fg_n, j)
+        else:
+            self.end_remove(j)
+
+    cdef inline Py_ssize_t end_bisect(self, KeyNode* key) noexcept:
+        cdef Py_ssize_t lo = 0, hi = self.ends_n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _cmp_keynode(&self.ends[mid], key) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef inline void end_insert(self, i64 j, double end) noexcept:
+        cdef KeyNode key
+        key.key = end
+        key.node = j
+        cdef Py_ssize_t at = self.end_bisect(&key)
+        memmove(self.ends + at + 1, self.ends + at, (self.ends_n - at) * sizeof(KeyNode))
+        self.ends[at] = key
+        self.ends_n += 1
+        self.end_key[j] = end
+
+    cdef inline void end_remove(self, i64 j) noexcept:
+        cdef KeyNode key
+        key.key = self.end_key[j]
+        key.node = j
+        cdef Py_ssize_t at = self.end_bisect(&key)
+        memmove(self.ends + at, self.ends + at + 1, (self.ends_n - at - 1) * sizeof(KeyNode))
+        self.ends_n -= 1
+
+    # -- node keys (NodeVms._refresh, for one node) ------------------------------------------------
+    cdef inline void refresh_node(self, i64 node) noexcept:
+        cdef Py_ssize_t k = self.k, base = node * k
+        cdef double key, above
+        if self.vm_job[base] >= 0:
+            key = INFINITY
+        elif k == 2:
+            key = self.vm_est[base + 1]
+        else:
+            key = 0.0
+        if (self.fg_key[node] == INFINITY) != (key == INFINITY):
+            self.fg_count += 1 if key != INFINITY else -1
+        if self.fg_key[node] != key:
+            self.fg_rank.set(node, key)
+        if self.policy_tiers > 1:
+            above = self.vm_est[base]
+            key = above if self.vm_job[base + 1] < 0 and above < self.threshold else INFINITY
+            if (self.el_key[node] == INFINITY) != (key == INFINITY):
+                self.el_count += 1 if key != INFINITY else -1
+            if self.el_key[node] != key:
+                self.el_rank.set(node, key)
+
+    # -- the platform (Nodes.start / release and the two-tier rate loop) ----------------------------
+    cdef inline void mark_dirty(self, i64 node, bint small) noexcept:
+        if not self.dirty_mark[node]:
+            self.dirty_mark[node] = 1
+            self.dirty[self.n_dirty] = node
+            self.n_dirty += 1
+        if small and not self.small_mark[node]:
+            self.small_mark[node] = 1
+            self.n_small_dirty += 1
+
+    cdef double draw_eff(self, i64 size) except? -1.0:
+        if not self.paper_eff:
+            return self.fixed_eff
+        if size == 1:
+            return self.eff_draws.uniform(0.8, 1.0)
+        return self.eff_draws.truncated_normal(0.428, 0.144, 0.2, 0.8)
+
+    cdef double draw_overhead(self) except? -1.0:
+        # BufferedDraws.uniform, read straight from its buffered list while that holds values.
+        if not self.overhead_max:
+            return 0.0
+        draws = self.overhead_draws
+        buffer = draws._uniform
+        cdef list items = buffer._items
+        cdef Py_ssize_t position = buffer.position
+        if items is None or position >= PyList_GET_SIZE(items):
+            return draws.uniform(0.0, self.overhead_max)
+        buffer.position = position + 1
+        return 0.0 + (self.overhead_max - 0.0) * _item(items, position)
+
+    cdef double platform_start(self, i64 j, int t, i64* placement) except? -2.0:
+        cdef Py_ssize_t p, size = self.size[j], k = self.k
+        cdef i64 node, vm
+        cdef bint small = size < self.bulk_from
+        cdef i64* held = <i64*>malloc(size * sizeof(i64))
+        if held == NULL:
+            raise MemoryError()
+        if t == 0:
+            self.free0 -= size
+        else:
+            self.free1 -= size
+        for p in range(size):
+            held[p] = placement[p]
+        free(self.nodes[j])
+        self.nodes[j] = held
+        for p in range(size):
+            self.vm_job[held[p] * k + t] = j
+        if k == 1:
+            for p in range(size):
+                self.refresh_node(held[p])
+            return 1.0
+        self.load_cpu(j)
+        for p in range(size):
+            vm = held[p] * k + t
+            self.cpu[vm] = self.cpu_true[j][p]
+            self.vm_est[vm] = self.cpu_est[j][p]
+        for p in range(size):
+            self.mark_dirty(held[p], small)
+            self.refresh_node(held[p])
+        if not small:
+            self.dirty_bulk = True
+        self.prate_job[j] = 0.0
+        if t and self.per_job:
+            self.job_eff[j] = self.draw_eff(size)
+        self.rates_dirty = True
+        return 0.0
+
+    cdef void platform_release(self, i64 j) noexcept:
+        cdef Py_ssize_t p, size = self.size[j], k = self.k
+        cdef int t = self.tier[j]
+        cdef i64 vm
+        cdef i64* held = self.nodes[j]
+        cdef bint small = size < self.bulk_from
+        for p in range(size):
+            vm = held[p] * k + t
+            self.vm_job[vm] = -1
+            self.vm_est[vm] = 0.0
+            self.refresh_node(held[p])
+        if t == 0:
+            self.free0 += size
+        else:
+            self.free1 += size
+        if k == 1:
+            return
+        for p in range(size):
+            self.mark_dirty(held[p], small)
+        if not small:
+            self.dirty_bulk = True
+        self.rates_dirty = True
+
+    cdef double slowest(self, i64 j) noexcept:
+        cdef Py_ssize_t p, size = self.size[j], k = self.k
+        cdef int t = self.tier[j]
+        cdef i64* held = self.nodes[j]
+        cdef double r = self.prate[held[0] * k + t], q
+        for p in range(1, size):
+            q = self.prate[held[p] * k + t]
+            if q < r:
+                r = q
+        return r
+
+    cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates,
+                           Py_ssize_t n_changes) noexcept:
+        """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
+        each whose rate changed to ``changes`` and its rate to ``rates``; returns their count."""
+        cdef Py_ssize_t i
+        cdef i64 index
+        cdef double r
+        for i in range(n):
+            index = affected[i]
+            r = self.slowest(index)
+            if r != self.prate_job[index]:
+                self.prate_job[index] = r
+                changes[n_changes] = index
+                rates[n_changes] = r
+                n_changes += 1
+        return n_changes
+
+    cdef int apply_rate_changes(self) except -1:
+        """Nodes.rate_changes (two tiers) and Engine._apply_rate_changes."""
+        cdef Py_ssize_t i, p, n_dirty = self.n_dirty, n_fg = 0, n_bg = 0, n_stale = 0, n_changes = 0
+        cdef Py_ssize_t n = self.n_nodes
+        cdef i64 node, fgj, bgj, vm, index
+        cdef double f, r, idle, need
+        cdef i64* dirty = self.dirty
+        cdef i64* affected_fg = self.scratch_jobs
+        cdef i64* affected_bg = self.scratch_jobs + n + 1
+        cdef i64* changes = self.scratch_nodes
+        cdef double* change_rates
+        cdef i64* stale = self.scratch_stale
+        cdef char* mark = self.node_mark
+        cdef bint sorted_overflow, wide_change = False
+        self.rates_dirty = False
+        if n_dirty == 0:
+            return 0
+        _sort_marked(dirty, n_dirty, self.dirty_mark, n)
+        sorted_overflow = self.vectorised and (self.dirty_bulk or self.n_small_dirty >= self.bulk_from)
+        change_rates = <double*>malloc((2 * n + 2) * sizeof(double))
+        if change_rates == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n_dirty):
+                node = dirty[i]
+                mark[node] = 1
+                stale[n_stale] = node
+                n_stale += 1
+                fgj = self.vm_job[2 * node]
+                bgj = self.vm_job[2 * node + 1]
+                if fgj >= 0:
+                    affected_fg[n_fg] = fgj
+                    n_fg += 1
+                    f = self.draw_overhead() if bgj >= 0 else 0.0
+                    self.factor[2 * node] = f
+                    self.prate[2 * node] = 1.0 - f
+                if bgj >= 0:
+                    affected_bg[n_bg] = bgj
+                    n_bg += 1
+                    if fgj >= 0:
+                        self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
+            n_fg = _distinct_sorted(affected_fg, n_fg, self.job_mark)
+            n_changes = self.rerate(affected_fg, n_fg, changes, change_rates, 0)
+            # A foreground job whose rate changed re-rates the background of all its nodes.
+            for i in range(n_changes):
+                index = changes[i]
+                for p in range(self.size[index]):
+                    node = self.nodes[index][p]
+                    bgj = self.vm_job[2 * node + 1]
+                    if bgj >= 0:
+                        affected_bg[n_bg] = bgj
+                        n_bg += 1
+                        if not mark[node]:
+                            mark[node] = 1
+                            stale[n_stale] = node
+                            n_stale += 1
+            for i in range(n_stale):
+                node = stale[i]
+                mark[node] = 0
+                bgj = self.vm_job[2 * node + 1]
+                if bgj < 0:
+                    continue
+                fgj = self.vm_job[2 * node]
+                vm = 2 * node + 1
+                if fgj < 0:
+                    self.prate[vm] = 1.0
+                    continue
+                idle = 1.0 - self.cpu[2 * node] * self.prate_job[fgj]
+                if idle < self.floor:
+                    idle = self.floor
+                need = self.cpu[vm]
+                self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
+            n_bg = _distinct_sorted(affected_bg, n_bg, self.job_mark)
+            n_changes = self.rerate(affected_bg, n_bg, changes, change_rates, n_changes)
+            for i in range(n_changes):
+                if self.size[changes[i]] >= self.bulk_from:
+                    wide_change = True
+            self.update_overflow(sorted_overflow or (self.vectorised and wide_change), changes, n_changes)
+            # Engine._apply_rate_changes
+            for i in range(n_changes):
+                index = changes[i]
+                r = change_rates[i]
+                if self.restoring[index]:
+                    self.restore_rate[index] = r
+                    continue
+                if r == self.rate[index]:
+                    continue
+                self.bring_up_to_date(index)
+                self.rate[index] = r
+                self.version[index] += 1
+                self.schedule_finish(index)
+        finally:
+            free(change_rates)
+            for i in range(n_dirty):
+                self.dirty_mark[dirty[i]] = 0
+                self.small_mark[dirty[i]] = 0
+            self.n_dirty = 0
+            self.n_small_dirty = 0
+            self.dirty_bulk = False
+        return 0
+
+    cdef inline void overflow_node(self, i64 node, double* total) noexcept:
+        cdef i64 fgj = self.vm_job[2 * node], bgj = self.vm_job[2 * node + 1]
+        cdef double old, used, excess
+        if fgj < 0 or bgj < 0:
+            old = self.overflow[node]
+            if old:
+                total[0] += 0.0 - old
+                self.overflow[node] = 0.0
+            return
+        used = self.cpu[2 * node] * self.prate_job[fgj] + self.cpu[2 * node + 1] * self.prate_job[bgj]
+        excess = used - 1.0 if used > 1.0 else 0.0
+        total[0] += excess - self.overflow[node]
+        self.overflow[node] = excess
+
+    cdef int update_overflow(self, bint in_node_order, i64* changes, Py_ssize_t n_changes) except -1:
+        """Nodes._update_overflow / _update_overflow_bulk on the dirty nodes and the nodes of the
+        jobs whose rate changed: in node order where the reference sums vectorised, else in the
+        iteration order of the Python set the reference builds (the sum's rounding depends on it)."""
+        cdef double total = self.overflow_rate
+        cdef Py_ssize_t i, p, m = 0
+        cdef i64 node, j
+        cdef i64* nodes
+        cdef char* mark = self.node_mark
+        if in_node_order:
+            nodes = <i64*>malloc((self.n_nodes + 1) * sizeof(i64))
+            if nodes == NULL:
+                raise MemoryError()
+            for i in range(self.n_dirty):
+                node = self.dirty[i]
+                if not mark[node]:
+                    mark[node] = 1
+                    nodes[m] = node
+                    m += 1
+            for i in range(n_changes):
+                j = changes[i]
+                for p in range(self.size[j]):
+                    node = self.nodes[j][p]
+                    if not mark[node]:
+                        mark[node] = 1
+                        nodes[m] = node
+                        m += 1
+            _sort_marked(nodes, m, mark, self.n_nodes)
+            for i in range(m):
+                mark[nodes[i]] = 0
+                self.overflow_node(nodes[i], &total)
+            free(nodes)
+        else:
+            touched = set()
+            for i in range(self.n_dirty):
+                PySet_Add(touched, self.dirty[i])
+            for i in range(n_changes):
+                j = changes[i]
+                for p in range(self.size[j]):
+                    PySet_Add(touched, self.nodes[j][p])
+            for item in touched:
+                self.overflow_node(<i64>item, &total)
+        self.overflow_rate = total if total > 1e-12 else 0.0
+        return 0
+
+    # -- the engine's transitions --------------------------------------------------------------------
+    cdef inline void bring_up_to_date(self, i64 j) noexcept:
+        cdef double value = self.progress[j] + self.rate[j] * (self.now - self.updated[j])
+        self.progress[j] = value if value < self.runtime[j] else self.runtime[j]
+        self.updated[j] = self.now
+
+    cdef inline void close_segment(self, i64 j) noexcept:
+        self.tier_time[j * self.k + self.tier[j]] += self.now - self.segment_time[j]
+        self.segment_time[j] = NAN
+
+    cdef void queue_insert(self, i64 j) noexcept:
+        self._insert(self.queue, &self.queue_n, j)
+
+    cdef int apply_start(self, i64 j, int t, i64* placement) except -1:
+        cdef double r = self.platform_start(j, t, placement)
+        self._remove(self.queue, &self.queue_n, j)
+        self.state[j] = RUNNING
+        self.tier[j] = t
+        if self.start_time[j] != self.start_time[j]:
+            self.start_time[j] = self.now
+        self.last_start[j] = self.now
+        self.updated[j] = self.now
+        self.segment_time[j] = self.now
+        if self.needs_restore[j]:
+            self.needs_restore[j] = 0
+            self.migrations[j] += 1
+            if self.migration_cost > 0:
+                self.rate[j] = 0.0
+                self.restoring[j] = 1
+                self.restore_rate[j] = r
+                self.push(self.now + self.migration_cost, RESTORE, j)
+                self.enter(j)
+                return 0
+        self.rate[j] = r
+        self.schedule_finish(j)
+        self.enter(j)
+        return 0
+
+    cdef void requeue(self, i64 j) noexcept:
+        self.platform_release(j)
+        self.restoring[j] = 0
+        self.state[j] = QUEUED
+        self.rate[j] = 0.0
+        self.version[j] += 1
+        self.queue_insert(j)
+
+    cdef int suspend(self, i64 j) except -1:
+        self.bring_up_to_date(j)
+        self.close_segment(j)
+        self.requeue(j)
+        self.needs_restore[j] = 1
+        self.leave(j, self.tier[j])
+        free(self.nodes[j])
+        self.nodes[j] = NULL
+        return 0
+
+    cdef int move(self, i64 j, int t, i64* placement) except -1:
+        cdef Py_ssize_t p, size = self.size[j]
+        cdef int old_tier = self.tier[j]
+        cdef bint swap = True, was_restoring
+        cdef double r
+        cdef i64* copy = <i64*>malloc(size * sizeof(i64))
+        if copy == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                copy[p] = placement[p]
+                if placement[p] != self.nodes[j][p]:
+                    swap = False
+            self.bring_up_to_date(j)
+            self.close_segment(j)
+            self.platform_release(j)
+            r = self.platform_start(j, t, copy)
+        finally:
+            free(copy)
+        self.tier[j] = t
+        self.segment_time[j] = self.now
+        self.version[j] += 1
+        was_restoring = self.restoring[j]
+        if not swap:
+            self.migrations[j] += 1
+        if (not swap and self.migration_cost > 0) or (swap and was_restoring):
+            self.rate[j] = 0.0
+            self.restoring[j] = 1
+            self.restore_rate[j] = r
+            self.push(self.now + self.migration_cost, RESTORE, j)
+        else:
+            self.restoring[j] = 0
+            self.rate[j] = r
+            self.schedule_finish(j)
+        self.leave(j, old_tier)
+        self.enter(j, True)
+        return 0
+
+    cdef int finish(self, i64 j) except -1:
+        cdef double response, bound, slowdown
+        self.progress[j] = self.runtime[j]
+        self.updated[j] = self.now
+        self.close_segment(j)
+        self.finish_time[j] = self.now
+        self.state[j] = FINISHED
+        self.rate[j] = 0.0
+        self.platform_release(j)
+        self.leave(j, self.tier[j])
+        # StarvationThreshold.completed: bounded_slowdown(response, runtime)
+        response = self.finish_time[j] - self.submit[j]
+        bound = self.runtime[j] if self.runtime[j] > 10.0 else 10.0
+        slowdown = response / bound
+        self.bsld_sum += slowdown if slowdown > 1.0 else 1.0
+        self.completed += 1
+        free(self.nodes[j])
+        self.nodes[j] = NULL
+        free(self.cpu_true[j])
+        free(self.cpu_est[j])
+        self.cpu_true[j] = NULL
+        self.cpu_est[j] = NULL
+        return 0
+
+    # -- the policy (Consolidation.decide with NodeVms) ---------------------------------------------
+    cdef inline i64 head(self) noexcept:
+        cdef i64 first = self.queue[0] if self.queue_n else -1
+        if self.bg_n and (first < 0 or self.bg[0] < first):
+            return self.bg[0]
+        return first
+
+    cdef bint starved(self, i64 j) noexcept:
+        cdef double estimate = self.estimate[j] if not (1.0 > self.estimate[j]) else 1.0
+        cdef double xf = (self.now - self.submit[j] + estimate) / estimate
+        cdef double value, mean
+        if not self.adaptive:
+            value = self.fixed_xfactor
+        else:
+            mean = self.bsld_sum / self.completed if self.completed else 0.0
+            value = mean if mean > 10.0 else 10.0
+        return xf >= value
+
+    cdef int order_push(self, i64 x) except -1:
+        cdef Py_ssize_t i, parent
+        if self.order_n == self.order_cap:
+            grown = <i64*>malloc(2 * self.order_cap * sizeof(i64))
+            if grown == NULL:
+                raise MemoryError()
+            for i in range(self.order_n):
+                grown[i] = self.order[i]
+            free(self.order)
+            self.order = grown
+            self.order_cap *= 2
+        i = self.order_n
+        self.order_n += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if self.order[parent] > x:
+                self.order[i] = self.order[parent]
+                i = parent
+            else:
+                break
+        self.order[i] = x
+        return 0
+
+    cdef i64 order_pop(self) noexcept:
+        cdef i64 top, last
+        cdef Py_ssize_t i, child, n
+        while self.order_n:
+            top = self.order[0]
+            self.order_n -= 1
+            n = self.order_n
+            if n:
+                last = self.order[n]
+                i = 0
+                while True:
+                    child = 2 * i + 1
+                    if child >= n:
+                        break
+                    if child + 1 < n and self.order[child + 1] < self.order[child]:
+                        child += 1
+                    if self.order[child] < last:
+                        self.order[i] = self.order[child]
+                        i = child
+                    else:
+                        break
+                self.order[i] = last
+            if top != self.order_previous:
+                self.order_previous = top
+                return top
+        return -1
+
+    cdef int decide(self) except -1:
+        cdef i64 first_head
+        if not self.queue_n and not self.bg_n:
+            return 0
+        while True:
+            self.foreground_phase()
+            if self.policy_tiers < 2 or not self.queue_n:
+                return 0
+            first_head = self.head()
+            self.background_phase()
+            if self.preemption != HEAD or not self.queue_n or self.head() == first_head:
+                return 0
+
+    cdef int foreground_phase(self) except -1:
+        cdef Py_ssize_t a = 0, b = 0, i, n_displaced
+        cdef i64 j, idle, later
+        cdef bint head_only = self.preemption == HEAD
+        cdef i64* displaced
+        # ArrivalOrder([*queue, *background]): both sorted, so their merge is a heap.
+        self.order_n = 0
+        self.order_previous = -1
+        if self.queue_n + self.bg_n > self.order_cap:
+            free(self.order)
+            self.order_cap = 2 * (self.queue_n + self.bg_n)
+            self.order = <i64*>malloc(self.order_cap * sizeof(i64))
+            if self.order == NULL:
+                raise MemoryError()
+        while a < self.queue_n or b < self.bg_n:
+            if b >= self.bg_n or (a < self.queue_n and self.queue[a] < self.bg[b]):
+                self.order[self.order_n] = self.queue[a]
+                a += 1
+            else:
+                self.order[self.order_n] = self.bg[b]
+                b += 1
+            self.order_n += 1
+        while True:
+            j = self.order_pop()
+            if j < 0:
+                return 0
+            if not (self.state[j] == QUEUED or (self.state[j] == RUNNING and self.tier[j] > 0)):
+                continue
+            idle = self.free0
+            if self.size[j] <= idle:
+                self.dispatch_foreground(j)
+                continue
+            if head_only and j != self.head():
+                if idle == 0:
+                    return 0
+                continue
+            later = self.fenwick_after(j)
+            if idle + later == 0:
+                return 0
+            if self.size[j] <= idle + later and (head_only or self.preemption == ALL or self.starved(j)):
+                displaced = <i64*>malloc((self.fg_n + 1) * sizeof(i64))
+                if displaced == NULL:
+                    raise MemoryError()
+                try:
+                    n_displaced = self.displace(j, self.size[j] - idle, displaced)
+                    self.dispatch_foreground(j)
+                    for i in range(n_displaced):
+                        self.order_push(displaced[i])
+                finally:
+                    free(displaced)
+
+    cdef Py_ssize_t displace(self, i64 j, i64 needed, i64* displaced) except -1:
+        cdef Py_ssize_t i, m = 0, kept = 0
+        cdef i64 total = 0, victim, index
+        cdef int t
+        for i in range(self.fg_n - 1, -1, -1):
+            index = self.fg[i]
+            if index <= j or total >= needed:
+                break
+            displaced[m] = index
+            m += 1
+            total += self.size[index]
+        for i in range(m):
+            victim = displaced[i]
+            if total - self.size[victim] >= needed:
+                total -= self.size[victim]
+            else:
+                displaced[kept] = victim
+                kept += 1
+        for i in range(kept):
+            victim = displaced[i]
+            t = self.free_lower_tier(victim)
+            if t < 0:
+                self.suspend(victim)
+            else:
+                self.move(victim, t, self.nodes[victim])
+        return kept
+
+    cdef int free_lower_tier(self, i64 j) noexcept:
+        cdef Py_ssize_t p
+        if self.policy_tiers < 2:
+            return -1
+        for p in range(self.size[j]):
+            if self.vm_job[self.nodes[j][p] * self.k + 1] >= 0 or not (0.0 < self.threshold):
+                return -1
+        return 1
+
+    cdef int place(self, i64 j, i64* chosen, i64* placement) except -1:
+        """NodeVms._place: the processes not yet in ``placement`` (-1) onto ``chosen``, heaviest
+        estimated CPU usage first (ties in process order)."""
+        cdef Py_ssize_t p, size = self.size[j], m = 0
+        cdef EstProc* procs = self.scratch_est
+        self.load_cpu(j)
+        for p in range(size):
+            procs[p].est = self.cpu_est[j][p]
+            procs[p].process = p
+        if size > 1:
+            qsort(procs, size, sizeof(EstProc), _cmp_est_desc)
+        for p in range(size):
+            if placement[procs[p].process] < 0:
+                placement[procs[p].process] = chosen[m]
+                m += 1
+        return 0
+
+    cdef int evictions(self, i64 j, int t, i64* placement) except -1:
+        cdef Py_ssize_t p, size = self.size[j], k = self.k, n_victims = 0, s, lower
+        cdef i64 node, base, occupant
+        cdef double above
+        cdef i64* victims
+        if t + 1 >= k:
+            return 0
+        victims = <i64*>malloc((size * k + 1) * sizeof(i64))
+        if victims == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                base = placement[p] * k
+                above = self.cpu_est[j][p]
+                for s in range(t):
+                    if self.vm_job[base + s] != j:
+                        above = above + self.vm_est[base + s]
+                for lower in range(t + 1, k):
+                    occupant = self.vm_job[base + lower]
+                    if occupant < 0 or occupant == j:
+                        continue
+                    if above >= self.threshold:
+                        victims[n_victims] = occupant
+                        n_victims += 1
+                    else:
+                        above += self.vm_est[base + lower]
+            n_victims = _distinct_sorted(victims, n_victims, self.job_mark)
+            for p in range(n_victims - 1, -1, -1):
+                self.suspend(victims[p])
+        finally:
+            free(victims)
+        return 0
+
+    cdef int dispatch_foreground(self, i64 j) except -1:
+        cdef Py_ssize_t p, size = self.size[j], n_kept = 0
+        cdef bint moving = self.state[j] == RUNNING
+        cdef i64 node
+        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+        cdef i64* chosen = placement + size
+        if placement == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                placement[p] = -1
+            if moving:
+                # Keep the processes whose own node has an idle foreground VM (priority swap).
+                for p in range(size):
+                    node = self.nodes[j][p]
+                    if self.vm_job[node * self.k] < 0:
+                        placement[p] = node
+                        self.node_mark[node] = 1
+                        n_kept += 1
+            self.fg_rank.smallest(size - n_kept, self.node_mark, self.scratch_keys, chosen)
+            if moving:
+                for p in range(size):
+                    self.node_mark[self.nodes[j][p]] = 0
+            self.place(j, chosen, placement)
+            self.evictions(j, 0, placement)
+            if moving:
+                self.move(j, 0, placement)
+            else:
+                self.apply_start(j, 0, placement)
+        finally:
+            free(placement)
+        return 0
+
+    cdef int background_phase(self) except -1:
+        cdef Py_ssize_t i, n, p, size
+        cdef i64 j, room = self.el_count
+        cdef i64* snapshot
+        cdef i64* placement
+        if room == 0:
+            return 0
+        n = self.queue_n
+        snapshot = <i64*>malloc((n + 1) * sizeof(i64))
+        if snapshot == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                snapshot[i] = self.queue[i]
+            for i in range(n):
+                j = snapshot[i]
+                size = self.size[j]
+                if size > room:
+                    continue
+                if size <= self.el_count:
+                    placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+                    if placement == NULL:
+                        raise MemoryError()
+                    try:
+                        for p in range(size):
+                            placement[p] = -1
+                        self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
+                        self.place(j, placement + size, placement)
+                        self.evictions(j, 1, placement)
+                        self.apply_start(j, 1, placement)
+                    finally:
+                        free(placement)
+                    room = self.el_count
+                    if room == 0:
+                        return 0
+        finally:
+            free(snapshot)
+        return 0
+
+    # -- KEASY and REASY (TwoTierEasy.decide with TieredVms) ------------------------------------------
+    cdef int kill(self, i64 j) except -1:
+        """Engine._kill: the run is discarded, the job queued again with no progress."""
+        cdef double lost
+        self.bring_up_to_date(j)
+        self.close_segment(j)
+        self.requeue(j)
+        lost = self.progress[j]
+        self.kills += 1
+        self.kills_of[j] += 1
+        self.lost_progress[j] = self.lost_progress[j] + lost
+        self.lost_work += lost * self.cpu_sum[j]
+        self.progress[j] = 0.0
+        self.leave(j, self.tier[j])
+        free(self.nodes[j])
+        self.nodes[j] = NULL
+        return 0
+
+    cdef bint own_foreground_idle(self, i64 j) noexcept:
+        cdef Py_ssize_t p
+        for p in range(self.size[j]):
+            if self.vm_job[self.nodes[j][p] * self.k] >= 0:
+                return False
+        return True
+
+    cdef i64 idle_foreground_among(self, i64 j) noexcept:
+        cdef Py_ssize_t p
+        cdef i64 idle = 0
+        for p in range(self.size[j]):
+            if self.vm_job[self.nodes[j][p] * self.k] < 0:
+                idle += 1
+        return idle
+
+    cdef int start_foreground(self, i64 j, char* skip) except -1:
+        """Start ``j`` on idle foreground VMs by the load of their lower tiers, leaving out the
+        nodes marked in ``skip`` (TieredVms.foreground)."""
+        cdef Py_ssize_t p, size = self.size[j]
+        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+        if placement == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                placement[p] = -1
+            self.fg_rank.smallest(size, skip, self.scratch_keys, placement + size)
+            self.place(j, placement + size, placement)
+            self.apply_start(j, 0, placement)
+        finally:
+            free(placement)
+        return 0
+
+    cdef int deploy(self, i64 j, char* skip) except -1:
+        """TwoTierEasy._deploy: 1 if ``j`` was deployed to the foreground, else 0."""
+        if self.state[j] == QUEUED:
+            self.start_foreground(j, skip)
+            return 1
+        if self.own_foreground_idle(j):
+            self.move(j, 0, self.nodes[j])  # a priority swap on its own nodes
+            return 1
+        if not self.may_kill:
+            return 0  # pinned to its nodes
+        self.kill(j)
+        self.start_foreground(j, skip)
+        return 1
+
+    cdef int decide_easy(self) except -1:
+        cdef Py_ssize_t a = 0, b = 0, n, first = 0
+        cdef i64* order
+        if not self.queue_n and not self.bg_n:
+            return 0
+        n = self.queue_n + self.bg_n
+        order = <i64*>malloc((n + 1) * sizeof(i64))
+        if order == NULL:
+            raise MemoryError()
+        try:
+            # Q u J_bg by arrival (both sorted: merged).
+            while a < self.queue_n or b < self.bg_n:
+                if b >= self.bg_n or (a < self.queue_n and self.queue[a] < self.bg[b]):
+                    order[a + b] = self.queue[a]
+                    a += 1
+                else:
+                    order[a + b] = self.bg[b]
+                    b += 1
+            # Step 1: deploy in arrival order while the foreground has room.
+            while first < n:
+                if self.size[order[first]] > self.free0:
+                    break
+                if not self.deploy(order[first], self.node_mark):
+                    break
+                first += 1
+            # Step 2: the first job not deployed holds the reservation; the later ones backfill.
+            if first < n:
+                self.reserve(order[first], order + first + 1, n - first - 1)
+        finally:
+            free(order)
+        # Step 3: the queued jobs in background VMs, shortest estimate first.
+        if self.queue_n and self.el_count:
+            self.background_easy()
+        return 0
+
+    cdef double easy_shadow(self, i64 free_now, i64 size, i64* extra) noexcept:
+        """Easy.shadow over the foreground jobs by estimated end."""
+        cdef i64 available = free_now
+        cdef Py_ssize_t i = 0
+        cdef double shadow = INFINITY, end
+        while i < self.ends_n:
+            end = self.ends[i].key
+            available += self.size[self.ends[i].node]
+            i += 1
+            if available >= size:
+                shadow = nextafter(self.now, INFINITY) if end <= self.now else end
+                break
+        while i < self.ends_n:
+            if self.ends[i].key > shadow:
+                break
+            available += self.size[self.ends[i].node]
+            i += 1
+        extra[0] = available - size
+        return shadow
+
+    cdef double pinned_shadow(self, i64 head) noexcept:
+        """TwoTierEasy._pinned_shadow: the last estimated end of the jobs in the foreground VMs
+        of ``head``'s nodes."""
+        cdef Py_ssize_t p
+        cdef i64 occupant
+        cdef bint any_end = False
+        cdef double shadow = self.now
+        for p in range(self.size[head]):
+            occupant = self.vm_job[self.nodes[head][p] * self.k]
+            if occupant >= 0:
+                if not any_end or self.end_key[occupant] > shadow:
+                    shadow = self.end_key[occupant]
+                any_end = True
+        return shadow if shadow > self.now else nextafter(self.now, INFINITY)
+
+    cdef int reserve(self, i64 head, i64* waiting, Py_ssize_t n_waiting) except -1:
+        """TwoTierEasy._reserve."""
+        cdef double now = self.now, shadow, duration
+        cdef i64 free_now = self.free0, extra = 0, j
+        cdef bint pinned = self.state[head] != QUEUED and not self.may_kill, by_shadow, touches
+        cdef Py_ssize_t i, p
+        cdef char* pin = self.pin_mark
+        if pinned:
+            for p in range(self.size[head]):
+                pin[self.nodes[head][p]] = 1
+            shadow = self.pinned_shadow(head)
+            extra = free_now - self.idle_foreground_among(head)
+        else:
+            shadow = self.easy_shadow(free_now, self.size[head], &extra)
+        try:
+            for i in range(n_waiting):
+                j = waiting[i]
+                if free_now == 0:
+                    break
+                if self.size[j] > free_now:
+                    continue
+                if self.state[j] == QUEUED:
+                    duration = self.estimate[j]
+                elif self.own_foreground_idle(j):
+                    duration = self.estimate[j] - self.progress[j]
+                    if not (duration > 0.0):
+                        duration = 0.0
+                    if pinned and now + duration > shadow:
+                        touches = False
+                        for p in range(self.size[j]):
+                            if pin[self.nodes[j][p]]:
+                                touches = True
+                                break
+                        if touches:
+                            continue  # would keep the head's VMs past the shadow
+                elif self.may_kill:
+                    duration = self.estimate[j]
+                else:
+                    continue  # pinned to nodes whose foreground is busy
+                by_shadow = now + duration <= shadow
+                if not by_shadow and self.size[j] > extra:
+                    continue
+                self.deploy(j, self.node_mark if by_shadow or not pinned else pin)
+                free_now = self.free0
+                if pinned:
+                    extra = free_now - self.idle_foreground_among(head)
+                elif not by_shadow:
+                    extra -= self.size[j]
+        finally:
+            if pinned:
+                for p in range(self.size[head]):
+                    pin[self.nodes[head][p]] = 0
+        return 0
+
+    cdef int background_easy(self) except -1:
+        """TwoTierEasy._background: queued jobs in the background tier, shortest estimate first
+        (ties by arrival), placed on eligible nodes by the load of the tier above."""
+        cdef Py_ssize_t i, p, n = self.queue_n, size
+        cdef i64 j, room = self.el_count
+        cdef KeyNode* queued = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        cdef i64* placement
+        if queued == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                queued[i].key = self.estimate[self.queue[i]]
+                queued[i].node = self.queue[i]
+            qsort(queued, n, sizeof(KeyNode), _cmp_keynode)
+            for i in range(n):
+                j = queued[i].node
+                size = self.size[j]
+                if size > room or size > self.el_count:
+                    continue
+                placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+                if placement == NULL:
+                    raise MemoryError()
+                try:
+                    for p in range(size):
+                        placement[p] = -1
+                    self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
+                    self.place(j, placement + size, placement)
+                    self.apply_start(j, 1, placement)
+                finally:
+                    free(placement)
+                room = self.el_count
+                if room == 0:
+                    return 0
+        finally:
+            free(queued)
+        return 0
+
+    # -- the event loop (Engine.run) ----------------------------------------------------------------
+    cdef int loop(self) except -1:
+        cdef Py_ssize_t cursor = 0, n = self.n_jobs
+        cdef double next_arrival = self.submit[0] if n else INFINITY
+        cdef double last = NAN, now
+        cdef bint happened
+        cdef Event event
+        while True:
+            while self.heap_n and self.heap[0].version != self.version[self.heap[0].job]:
+                self.pop()
+            if self.heap_n:
+                now = self.heap[0].time
+                if next_arrival < now:
+                    now = next_arrival
+            elif cursor < n:
+                now = next_arrival
+            else:
+                break
+            if self.overflow_rate:
+                self.overflow_seconds += self.overflow_rate * (now - last)
+            last = now
+            self.now = now
+            happened = False
+            while self.heap_n and self.heap[0].time == now:
+                event = self.pop()
+                if event.version != self.version[event.job]:
+                    continue
+                happened = True
+                if event.kind == FINISH:
+                    self.finish(event.job)
+                else:
+                    self.rate[event.job] = self.restore_rate[event.job]
+                    self.restoring[event.job] = 0
+                    self.updated[event.job] = now
+                    self.schedule_finish(event.job)
+            while next_arrival == now:
+                self.state[cursor] = QUEUED
+                self.queue[self.queue_n] = cursor
+                self.queue_n += 1
+                cursor += 1
+                next_arrival = self.submit[cursor] if cursor < n else INFINITY
+                happened = True
+            if not happened:
+                continue
+            if self.rates_dirty:
+                self.apply_rate_changes()
+            self.passes += 1
+            if self.easy_family:
+                self.decide_easy()
+            else:
+                self.decide()
+            if self.rates_dirty:
+                self.apply_rate_changes()
+        return 0
+
+    cdef int write_back(self) except -1:
+        cdef Py_ssize_t i, t, k = self.k
+        engine, jobs = self.engine, self.jobs
+        for i in range(self.n_jobs):
+            job = jobs[i]
+            job.state = self.state[i]
+            job.start_time = self.start_time[i]
+            job.last_start_time = self.last_start[i]
+            job.finish_time = self.finish_time[i]
+            job.progress = self.progress[i]
+            job.rate = self.rate[i]
+            job.updated_time = self.updated[i]
+            job.version = self.version[i]
+            job.migrations = self.migrations[i]
+            job.tier = self.tier[i]
+            job.segment_time = self.segment_time[i]
+            job.tier_time = [self.tier_time[i * k + t] for t in range(k)]
+            job.nodes = () if self.state[i] == FINISHED else []
+        engine.now = self.now
+        engine.passes = self.passes
+        engine.overflow_seconds = self.overflow_seconds
+        if self.kills:
+            engine.kills = self.kills
+            engine.lost_work = self.lost_work
+            for i in range(self.n_jobs):
+                if self.kills_of[i]:
+                    engine.kills_by_job[i] = self.kills_of[i]
+                    engine.lost_progress[i] = self.lost_progress[i]
+        if self.easy_family:
+            return 0
+        self.platform.overflow_rate = self.overflow_rate
+        starvation = self.policy.starvation
+        starvation._bsld_sum = self.bsld_sum
+        starvation._completed = self.completed
+        return 0
+
+
+cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
+    """:func:`_sort_unique` through a mark per value (all clear before and after): the repeats
+    go first, so a wide job named once per node costs one pass, not a sort of every copy."""
+    cdef Py_ssize_t i, kept = 0
+    for i in range(n):
+        if not mark[values[i]]:
+            mark[values[i]] = 1
+            values[kept] = values[i]
+            kept += 1
+    for i in range(kept):
+        mark[values[i]] = 0
+    if kept > 1:
+        qsort(values, kept, sizeof(i64), _cmp_i64)
+    return kept
+
+
+cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
+    """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
+    them are read off the marks in order (linear), few are sorted."""
+    cdef Py_ssize_t i, m = 0
+    if n * 16 < top:
+        qsort(values, n, sizeof(i64), _cmp_i64)
+        return
+    for i in range(top):
+        if mark[i]:
+            values[m] = i
+            m += 1
+
+
+cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
+    """Sort ``values[:n]`` ascending and drop repeats in place; return how many are left."""
+    cdef Py_ssize_t i, kept = 0
+    qsort(values, n, sizeof(i64), _cmp_i64)
+    for i in range(n):
+        if kept == 0 or values[i] != values[kept - 1]:
+            values[kept] = values[i]
+            kept += 1
+    return kept
+
+
+def run(engine, double floor):
+    """Run ``engine`` (a consolidation policy, KEASY or REASY on ``nodes`` with one or two tiers, no observer,
+    no segments) to its end, as :meth:`Engine.run` would; returns the number of jobs left queued
+    or running (0 unless the policy got stuck)."""
+    cdef _Run state = _Run()
+    cdef Py_ssize_t i, left = 0
+    state.setup(engine, floor)
+    state.loop()
+    state.write_back()
+    for i in range(state.n_jobs):
+        if state.state[i] != FINISHED:
+            left += 1
+    return left
