@@ -11,7 +11,7 @@ import argparse
 import math
 import re
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["main", "build_parser", "whole_number", "plain_number", "quoted", "shortened"]
 
@@ -40,8 +40,10 @@ def whole_number(minimum: int, maximum: int | None = None, why: str = "") -> Cal
     ``--max-cells`` or ``--trials`` used to be accepted and quietly mean something else; each is
     refused here, naming the value and what was expected.
     """
-    expected = f"a whole number of at least {minimum:,}" if maximum is None else (
-        f"a whole number from {minimum:,} to {maximum:,}" + (f" ({why})" if why else "")
+    expected = (
+        f"a whole number of at least {minimum:,}"
+        if maximum is None
+        else (f"a whole number from {minimum:,} to {maximum:,}" + (f" ({why})" if why else ""))
     )
 
     def parse(text: str) -> int:
@@ -49,7 +51,9 @@ def whole_number(minimum: int, maximum: int | None = None, why: str = "") -> Cal
             raise argparse.ArgumentTypeError(f"expected {expected}, got {quoted(text)}")
         digits = len(text.strip().lstrip("+-").lstrip("0"))
         if digits > _MAX_DIGITS:  # (before int(), which refuses thousands of digits, or is slow)
-            raise argparse.ArgumentTypeError(f"expected {expected} (at most {_MAX_DIGITS} digits), got {digits:,} digits")
+            raise argparse.ArgumentTypeError(
+                f"expected {expected} (at most {_MAX_DIGITS} digits), got {digits:,} digits"
+            )
         value = int(text)
         if value < minimum or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {quoted(text)}")
@@ -352,7 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=whole_number(1, 1_000_000, "a longer study would run for years"),
         help="finished trials to reach [the config's]",
     )
-    tune.add_argument("--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]")
+    tune.add_argument(
+        "--storage", help="Optuna storage URL (sqlite:///..., postgresql://..., journal:PATH) [OUT/NAME/study.db]"
+    )
     _add_backend_arguments(tune)
     tune.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -402,7 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     sensitivity.add_argument("--csv", help="also write the indices to this CSV file")
 
     compact_parser = sub.add_parser(
-        "compact", help="merge a sweep's small Parquet files", description="Merge the part files of OUT/NAME/runs and jobs."
+        "compact",
+        help="merge a sweep's small Parquet files",
+        description="Merge the part files of OUT/NAME/runs and jobs.",
     )
     compact_parser.add_argument("root", metavar="OUT/NAME", help="a sweep's results folder")
 
@@ -427,7 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--nodes", type=whole_number(1), default=320, help="machine size P [%(default)s]")
     gen.add_argument("--max-size", type=whole_number(1), help="largest job size [256]")
     gen.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="PARAM=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PARAM=VALUE",
         help="override a model parameter, e.g. --set mean_gap=150 (repeatable)",
     )
     desc = wsub.add_parser(

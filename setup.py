@@ -26,7 +26,10 @@ def _build_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [OSError]
     for module, names in (
         ("setuptools.errors", ("CCompilerError", "CompileError", "ExecError", "PlatformError", "LinkError")),
-        ("distutils.errors", ("CCompilerError", "CompileError", "DistutilsExecError", "DistutilsPlatformError", "LinkError")),
+        (
+            "distutils.errors",
+            ("CCompilerError", "CompileError", "DistutilsExecError", "DistutilsPlatformError", "LinkError"),
+        ),
     ):
         try:
             imported = __import__(module, fromlist=list(names))
@@ -68,7 +71,10 @@ def _extensions() -> list:
     try:
         from Cython.Build import cythonize
     except ImportError:
-        print("tiersweep: Cython is not installed, the compiled path is not built; the Python path will run", file=sys.stderr)
+        print(
+            "tiersweep: Cython is not installed, the compiled path is not built; the Python path will run",
+            file=sys.stderr,
+        )
         return []
     from setuptools import Extension
 

@@ -41,15 +41,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .load import load
 from ..sweep.points import MixedPointsError, check_points
+from .load import load
 from .stats import compare, t_interval
 
 __all__ = [
@@ -814,24 +814,24 @@ _WORKLOADS = (
     ("JWorkload", "liu2013_jworkload", "figure 4", "Jann 1997 model fitted to CTC-SP2, 10,000 jobs"),
 )
 _OBS1 = (
-    "5.3, observation 1 ({fig}): \"Our basic algorithms, CMBF and AMBF, outperform FCFS in big margin but produce "
+    '5.3, observation 1 ({fig}): "Our basic algorithms, CMBF and AMBF, outperform FCFS in big margin but produce '
     "worse response time and bounded slowdown than EASY. [...] our algorithms that consolidate parallel workload, "
-    "CMCBF and AMCBF, significantly outperform FCFS, CMBF, AMBF, and EASY on response time and bounded slowdown.\""
+    'CMCBF and AMCBF, significantly outperform FCFS, CMBF, AMBF, and EASY on response time and bounded slowdown."'
 )
 _OBS2 = (
-    "5.3, observation 2 ({fig}): \"The two consolidation algorithms lead to better node utilization compared to "
+    '5.3, observation 2 ({fig}): "The two consolidation algorithms lead to better node utilization compared to '
     "other algorithms. Compared with EASY, a utilization improvement up to 2.4 and 3.1 percent can be gained in "
     "FWorkload and JWorkload, respectively. And, moreover, the improvements on the saturation CPU utilization are "
-    "11 and 16 percent, respectively.\""
+    '11 and 16 percent, respectively."'
 )
 _OBS3 = (
-    "5.3, observation 3 ({fig}): \"AMBF achieves better performance than CMBF [...] in terms of job response time "
-    "and bounded slowdown. [...] AMCBF also shows slightly better performance than CMCBF.\""
+    '5.3, observation 3 ({fig}): "AMBF achieves better performance than CMBF [...] in terms of job response time '
+    'and bounded slowdown. [...] AMCBF also shows slightly better performance than CMCBF."'
 )
 _OBS4 = (
-    "5.3, observation 4 ({fig}): \"The average number of job migrations in AMCBF is slightly less than that in "
+    '5.3, observation 4 ({fig}): "The average number of job migrations in AMCBF is slightly less than that in '
     "CMCBF for both FWorkload and JWorkload. But, AMBF results in significantly less number of job migrations than "
-    "CMBF for the two workloads.\""
+    'CMBF for the two workloads."'
 )
 _OTHERS = ("fcfs", "easy", "cmbf", "ambf")
 
@@ -914,8 +914,8 @@ def _liu_rows() -> list[Claim]:
             "CMBF needs more migrations than AMCBF and CMCBF (JWorkload)",
             sweep,
             _all_of(fewer_migrations("amcbf", "cmbf"), fewer_migrations("cmcbf", "cmbf")),
-            quote=f"5.3, observation 4 ({fig}): \"We note that there are more job migrations in CMBF than in AMCBF "
-            "and CMCBF, as shown in the JWorkload results.\"",
+            quote=f'5.3, observation 4 ({fig}): "We note that there are more job migrations in CMBF than in AMCBF '
+            'and CMCBF, as shown in the JWorkload results."',
             setting=_LIU_SETTING.format(name=name, model=model),
             columns=_LIU_COLUMNS,
             choices=_LIU_CHOICES,
@@ -930,16 +930,16 @@ _SENS_COLUMNS = (*_RUN, "policy.name", "workload.load", "mean_bsld", *SENSITIVIT
 _SENS_1 = (
     "5.4, finding 1: \"AMCBF's performance improves as the accuracy of CPU usage estimation increases. And, "
     "moreover, AMCBF performs better than EASY in most cases even without any CPU usage information of parallel "
-    "processes.\""
+    'processes."'
 )
 _SENS_2 = (
-    "5.4, finding 2: \"The performance of AMCBF degrades as the migration cost increases, but AMCBF bears high "
+    '5.4, finding 2: "The performance of AMCBF degrades as the migration cost increases, but AMCBF bears high '
     "migration cost. For FWorkload, even with a migration cost at 600 seconds (24 percent of the average job "
-    "execution time), AMCBF can still outperform EASY in most cases; for JWorkload, the threshold is 360 seconds\""
+    'execution time), AMCBF can still outperform EASY in most cases; for JWorkload, the threshold is 360 seconds"'
 )
 _SENS_3 = (
-    "5.4, finding 3: \"For FWorkload, if the average CPU usage is less than 95 percent, AMCBF outperforms EASY in "
-    "most cases. But for JWorkload, the upper threshold reduces to about 80 percent.\""
+    '5.4, finding 3: "For FWorkload, if the average CPU usage is less than 95 percent, AMCBF outperforms EASY in '
+    'most cases. But for JWorkload, the upper threshold reduces to about 80 percent."'
 )
 _SENS_NOTE = (
     "; one factor varied, the others at their defaults (20 s, accuracy 1, usage U(0.4, 1.0)); bounded slowdown "
@@ -1013,8 +1013,8 @@ def _sensitivity_rows() -> list[Claim]:
                 "0.95, bounded slowdown, every load)",
                 sweep,
                 gain_shrinks("workload.cpu_usage", [0.2, 0.8], [0.9, 1.0], "amcbf", "easy", "mean_bsld"),
-                quote="5.4, finding 3: \"The benefit gained from consolidation is inversely proportional to the "
-                "average CPU usage of parallel processes.\"",
+                quote='5.4, finding 3: "The benefit gained from consolidation is inversely proportional to the '
+                'average CPU usage of parallel processes."',
                 setting=setting + _SENS_NOTE,
                 columns=_SENS_COLUMNS,
                 choices=_LIU_CHOICES,
@@ -1075,8 +1075,10 @@ CLAIMS: list[Claim] = [
             gain_point("amcbf", "easy", "utilization", stated, 0.5, at_load=2.0),
             "point",
             quote=_OBS2.format(fig=fig),
-            setting=_LIU_SETTING.format(name=name, model=model).replace("loads 0.5-1.0", "offered load 2 (saturation: "
-            "the paper does not say how it saturates; ours is twice the capacity)"),
+            setting=_LIU_SETTING.format(name=name, model=model).replace(
+                "loads 0.5-1.0",
+                "offered load 2 (saturation: the paper does not say how it saturates; ours is twice the capacity)",
+            ),
             columns=_SAT_COLUMNS,
             choices=_LIU_CHOICES,
         )
@@ -1091,9 +1093,9 @@ CLAIMS: list[Claim] = [
 
 _VM_COLUMNS = (*_RUN, "workload.trace", "workload.load", "platform.shares", "platform.allocation", "policy.selector")
 _V_E = (
-    "V-E, figure 10 (CTC, PCFC and PC-sg): \"the makespan is roughly doubled for the heterogeneous VM case. In "
+    'V-E, figure 10 (CTC, PCFC and PC-sg): "the makespan is roughly doubled for the heterogeneous VM case. In '
     "terms of efficiency, both algorithms are about 98% for all the homogeneous and 56-58% for the heterogeneous "
-    "configurations. The median expansion factors were nearly twice as large in the heterogeneous VM case\""
+    'configurations. The median expansion factors were nearly twice as large in the heterogeneous VM case"'
 )
 _CTC_SETTING = (
     "the paper's CTC trace run unmodified (IV) on 64 machines x 4 VMs, FCFS with backfilling on EC estimates; the "
@@ -1103,8 +1105,8 @@ _ALLOCATIONS = (
     (
         "fixed_point",
         False,
-        "allocation: fixed_point (text, V-D: serial jobs \"consume all the compute cycles lost due to the ripple "
-        "effect\")",
+        'allocation: fixed_point (text, V-D: serial jobs "consume all the compute cycles lost due to the ripple '
+        'effect")',
     ),
     ("paper", True, "allocation: paper (calibrated: a one-pass split, chosen because it reproduces the CTC figures)"),
 )
@@ -1131,9 +1133,9 @@ _CTC_CLAIMS = (
     ),
 )
 _V_A = (
-    "V-A, figure 7 (serial jobs, heterogeneous shares, PC-g): \"we reduce the max parameter of VM_4 [...] to 0.5. "
+    'V-A, figure 7 (serial jobs, heterogeneous shares, PC-g): "we reduce the max parameter of VM_4 [...] to 0.5. '
     "This change (blue squares) has little effect on efficiency [...] A large drop in η occurs when all VMs have "
-    "max=0.5 [...] the mean XF in this case is about 40% higher than in the case of unconstrained VMs.\""
+    'max=0.5 [...] the mean XF in this case is about 40% higher than in the case of unconstrained VMs."'
 )
 _V_A_SETTING = (
     "the paper filters an unnamed trace to its serial jobs and runs traces unmodified (IV); ours: LPC-EGEE (all "
@@ -1164,7 +1166,7 @@ CLAIMS += [
         "delgado_vms",
         _all_efficient,
         "point",
-        quote="V-A: \"so long as the max parameter of each VM is 1, the efficiency η of the cluster is unity\"",
+        quote='V-A: "so long as the max parameter of each VM is 1, the efficiency η of the cluster is unity"',
         setting="LPC-EGEE (all serial) standing in for the paper's filtered trace, as recorded and at offered load "
         "1.0 per machine",
         columns=(*_RUN, "workload.trace", "efficiency"),
@@ -1213,15 +1215,15 @@ _KTIER_SETTING = (
 )
 _KTIER_COLUMNS = (*_RUN, "policy.name", "workload.load", "platform.tiers", "mean_response", "mean_bsld", "utilization")
 _FIG4_002 = (
-    "VI, figure 4: \"K-tier architecture shows slightly better performance than 2-tier architecture in terms of "
-    "finishing time. In k-tier architecture, the node utilization is better than 2-tier architecture.\""
+    'VI, figure 4: "K-tier architecture shows slightly better performance than 2-tier architecture in terms of '
+    'finishing time. In k-tier architecture, the node utilization is better than 2-tier architecture."'
 )
 _SELECTIVE_COLUMNS = (*_RUN, "policy.name", "workload.trace", "mean_wait", "mean_bsld")
 _EASY_PP_COLUMNS = (*_RUN, "workload.trace", "policy.prediction", "policy.correction", "mean_wait", "mean_bsld")
 _EASY_PP_QUOTE = (
-    "II (of EASY++): \"predictions need to be corrected adaptively if proved wrong. The end result is a "
+    'II (of EASY++): "predictions need to be corrected adaptively if proved wrong. The end result is a '
     "surprisingly simple scheduler we call EASY++ [...] Nevertheless it achieves significant improvements in "
-    "performance\""
+    'performance"'
 )
 _EASY_PP_SETTING = (
     "the paper names no logs; ours: the whole KTH-SP2, SDSC-SP2, CTC-SP2 and HPC2N logs on dedicated nodes of each "
@@ -1254,9 +1256,9 @@ CLAIMS += [
         "(2 tiers, every load)",
         "paper002_ktier",
         _where("platform.tiers", 2, _all_of(*(ratio_below(("smcbf",), o, _RT_BSLD) for o in ("cmcbf", "amcbf")))),
-        quote="Abstract: \"There exists two-tier priority based consolidation methods: conservative migration and "
+        quote='Abstract: "There exists two-tier priority based consolidation methods: conservative migration and '
         "consolidation supported backfilling and aggressive [...]. In this paper propose a new scheduling method which "
-        "is better than both conservative and aggressive backfilling.\" (reading: the two consolidation methods)",
+        'is better than both conservative and aggressive backfilling." (reading: the two consolidation methods)',
         setting=_KTIER_SETTING,
         columns=_KTIER_COLUMNS,
         choices=(*_LIU_CHOICES, "smcbf: a job may preempt once its XFactor passes max(10, mean slowdown)"),
@@ -1271,8 +1273,8 @@ CLAIMS += [
                 for o in ("conservative", "easy")
             )
         )(_short_traces(runs)),
-        quote="VII: \"There is a selective reservation strategy that is superior to both conservative backfilling and "
-        "Aggressive backfilling. [...] This reduce the waiting time of the jobs in the queue\"",
+        quote='VII: "There is a selective reservation strategy that is superior to both conservative backfilling and '
+        'Aggressive backfilling. [...] This reduce the waiting time of the jobs in the queue"',
         setting="the paper gives no workload; ours: the first 10,000 jobs of CTC-SP2, SDSC-SP2 and KTH-SP2 on "
         "dedicated nodes of each log's size, users' requests as estimates, threshold max(10, mean slowdown) "
         "(deterministic: every seed is the same run)",
@@ -1308,10 +1310,10 @@ _LI_BY = ("workload.trace", "workload.load")
 _EMBEDDERS = ("oktopus", "greedy", "bestfit", "firstfit")
 _ACCEPT_COLUMNS = (*_RUN, _EMBEDDER, _DEMAND, "accept_rate")
 _FIG4_004 = (
-    "5.3.1, figure 4: \"(1) Our proposed AdaBa always performs better than all the other algorithms for workloads "
+    '5.3.1, figure 4: "(1) Our proposed AdaBa always performs better than all the other algorithms for workloads '
     "under different average bandwidth demands; (2) [...] Up to 15 percent of improvement on accept rate is obtained "
     "when the average bandwidth demand is 700 Mbps; (3) The accept rate decreases as the average bandwidth demand "
-    "increases. [...] (4) Best fit also performs better than Oktupus and greedy strategy in most cases\""
+    'increases. [...] (4) Best fit also performs better than Oktupus and greedy strategy in most cases"'
 )
 _FIG4_SETTING = (
     "'random parallel workloads' of mean size 8 at load 0.5 (unspecified); ours: Lublin-Feitelson, 1,000 jobs, "
@@ -1323,8 +1325,8 @@ _ACCEPT_CHOICES = (
 )
 _FIG5_COLUMNS = (*_RUN, _EMBEDDER, "workload.trace", "workload.load", "accept_rate")
 _FIG5 = (
-    "5.3.1, figure 5: \"our proposed AdaBa algorithm also performs better than other competitors under most cases "
-    "of system loads for each workload\""
+    '5.3.1, figure 5: "our proposed AdaBa algorithm also performs better than other competitors under most cases '
+    'of system loads for each workload"'
 )
 _FIG5_SETTING = (
     "first 1,000 jobs of KTH-SP2 and NASA-iPSC (the paper's), loads 0.5-0.9, demands N(250, 50) Mbps "
@@ -1335,7 +1337,14 @@ _SCHED_SETTING = (
     "is not the paper's and is not read), AdaBa, migration cost 20 s, SDF orders by the exact runtime"
 )
 _SCHED_COLUMNS = (
-    *_RUN, "policy.name", "workload.trace", "workload.load", _DEMAND, "mean_wait", "mean_bsld", "migrations_per_job"
+    *_RUN,
+    "policy.name",
+    "workload.trace",
+    "workload.load",
+    _DEMAND,
+    "mean_wait",
+    "mean_bsld",
+    "migrations_per_job",
 )
 _SCHED_CHOICES = (
     "bandwidth_check: per_server (text, equation 6)",
@@ -1439,8 +1448,8 @@ CLAIMS += [
         "BgMBF beats FCFS and SBF on response (wait) time and bounded slowdown for each workload (every load)",
         "li2018_sched",
         _sched(_all_of(*(ratio_below(("bgmbf",), other, _WAIT_BSLD, by=_LI_BY) for other in ("bw_fcfs", "sbf")))),
-        quote="5.3.2, observation 1 (figures 6, 7): \"Our proposed BgMBF significantly outperforms FCFS and SBF on "
-        "average response time and average bounded slow down for each workload.\"",
+        quote='5.3.2, observation 1 (figures 6, 7): "Our proposed BgMBF significantly outperforms FCFS and SBF on '
+        'average response time and average bounded slow down for each workload."',
         setting=_SCHED_SETTING,
         columns=_SCHED_COLUMNS,
         choices=_SCHED_CHOICES,
@@ -1450,7 +1459,7 @@ CLAIMS += [
         "BgMBFSDF beats BgMBF on response (wait) time and bounded slowdown in every setting",
         "li2018_sched",
         _sched(ratio_below(("bgmbfsdf",), "bgmbf", _WAIT_BSLD, by=_LI_BY)),
-        quote="5.3.2, observation 1 (figures 6, 7): \"However, BgMBFSDF always performs better than BgMBF.\"",
+        quote='5.3.2, observation 1 (figures 6, 7): "However, BgMBFSDF always performs better than BgMBF."',
         setting=_SCHED_SETTING,
         columns=_SCHED_COLUMNS,
         choices=_SCHED_CHOICES,
@@ -1467,8 +1476,8 @@ CLAIMS += [
                 _on_trace("KTH", ratio_below(("sdf",), "bgmbf", ("mean_wait",), by=_LI_BY, worse=True)),
             )
         ),
-        quote="5.3.2, observation 2 (figure 6): \"SDF outperforms BgMBFSDF and BgMBF on average response time for "
-        "NASA-iPSC, while obtains the worst performance among them for KTH-SP2.\"",
+        quote='5.3.2, observation 2 (figure 6): "SDF outperforms BgMBFSDF and BgMBF on average response time for '
+        'NASA-iPSC, while obtains the worst performance among them for KTH-SP2."',
         setting=_SCHED_SETTING,
         columns=_SCHED_COLUMNS,
         choices=_SCHED_CHOICES,
@@ -1478,8 +1487,8 @@ CLAIMS += [
         "BgMBFSDF migrates less than BgMBF in most cases (per job; both logs, loads 0.5-0.9)",
         "li2018_sched",
         _sched(fewer_migrations("bgmbfsdf", "bgmbf", scope="most", by=_LI_BY)),
-        quote="5.3.2, figure 8: \"the number of migrations in BgMBFSDF is less than that in BgMBF in most cases except "
-        "when the system load is 0.6 for workload KTH-SP2\"",
+        quote='5.3.2, figure 8: "the number of migrations in BgMBFSDF is less than that in BgMBF in most cases except '
+        'when the system load is 0.6 for workload KTH-SP2"',
         setting=_SCHED_SETTING,
         columns=_SCHED_COLUMNS,
         choices=_SCHED_CHOICES,
@@ -1493,9 +1502,9 @@ CLAIMS += [
                 fewer_migrations("KTH-SP2", "NASA-iPSC", by=("policy.name", "workload.load"), column="workload.trace")
             )
         ),
-        quote="5.3.2, figure 8: \"Since the average job runtime of KTH-SP2 is large than of NASA-iPSC, the number "
+        quote='5.3.2, figure 8: "Since the average job runtime of KTH-SP2 is large than of NASA-iPSC, the number '
         "of jobs "
-        "that need to be migrated for KTH-SP2 is less than that for NASA-iPSC at the same system load.\"",
+        'that need to be migrated for KTH-SP2 is less than that for NASA-iPSC at the same system load."',
         setting=_SCHED_SETTING,
         columns=_SCHED_COLUMNS,
         choices=_SCHED_CHOICES,
@@ -1506,8 +1515,8 @@ CLAIMS += [
         "li2018_sched",
         _sched(_bgmbf_only(_on_trace("KTH-SP2", most_migrations(350.0, 35.0)))),
         "range",
-        quote="5.3.2, figure 8: \"The maximum number of migrations are 350 and 200 for KTH-SP2 and NASA-iPSC, "
-        "respectively.\" (read off a figure: tolerance 10 %)",
+        quote='5.3.2, figure 8: "The maximum number of migrations are 350 and 200 for KTH-SP2 and NASA-iPSC, '
+        'respectively." (read off a figure: tolerance 10 %)',
         setting=_SCHED_SETTING,
         columns=(*_SCHED_COLUMNS, "jobs"),
         choices=_SCHED_CHOICES,
@@ -1518,8 +1527,8 @@ CLAIMS += [
         "li2018_sched",
         _sched(_bgmbf_only(_on_trace("NASA-iPSC", most_migrations(200.0, 20.0)))),
         "range",
-        quote="5.3.2, figure 8: \"The maximum number of migrations are 350 and 200 for KTH-SP2 and NASA-iPSC, "
-        "respectively.\" (read off a figure: tolerance 10 %)",
+        quote='5.3.2, figure 8: "The maximum number of migrations are 350 and 200 for KTH-SP2 and NASA-iPSC, '
+        'respectively." (read off a figure: tolerance 10 %)',
         setting=_SCHED_SETTING,
         columns=(*_SCHED_COLUMNS, "jobs"),
         choices=_SCHED_CHOICES,
@@ -1540,32 +1549,31 @@ UNTESTABLE: list[Untestable] = [
     ),
     Untestable(
         "001",
-        "V-D, figure 9: \"The EC, PC-sg and PCFC-sg are more efficient than PC-g and PMVM [...] with PCFC-sg "
-        "performing slightly better\"",
+        'V-D, figure 9: "The EC, PC-sg and PCFC-sg are more efficient than PC-g and PMVM [...] with PCFC-sg '
+        'performing slightly better"',
         "figure 9 is the Grid'5000 trace of Table II, which is not available",
     ),
     Untestable(
         "001",
         "V-B, figure 8: homogeneous makespan 30-40 % lower, average efficiency 89 % against 65 %, median XF more than "
-        "30 % lower (PCFC); abstract: \"up to 47% average under-utilization [...] reduce this to 35%\"",
+        '30 % lower (PCFC); abstract: "up to 47% average under-utilization [...] reduce this to 35%"',
         "the trace of figure 8 is not named (the CTC figures of V-E are rows)",
     ),
     Untestable(
         "002",
-        "VI: \"If there are more than one processing elements for each virtual machine, then the resource "
-        "utilization in k-tier architecture is much better\"",
-        "a VM here runs one process; CloudSim's processing elements per VM have no counterpart and no setting is "
-        "given",
+        'VI: "If there are more than one processing elements for each virtual machine, then the resource '
+        'utilization in k-tier architecture is much better"',
+        "a VM here runs one process; CloudSim's processing elements per VM have no counterpart and no setting is given",
     ),
     Untestable(
         "003",
-        "Abstract, IV: partitioning nodes into k tiers gives \"improved node utilization and responsiveness\"",
+        'Abstract, IV: partitioning nodes into k tiers gives "improved node utilization and responsiveness"',
         "no experiment and no setting: a proposal (the k-tier runs of paper 002 measure the same idea)",
     ),
     Untestable(
         "003",
-        "Conclusion: \"AMCBF, even without knowing the job execution time, significantly outperforms the commonly "
-        "used [EASY]\"",
+        'Conclusion: "AMCBF, even without knowing the job execution time, significantly outperforms the commonly '
+        'used [EASY]"',
         "restated from paper 000: measured by paper 000's rows, not counted twice",
     ),
 ]

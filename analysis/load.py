@@ -159,11 +159,17 @@ def _latest_runs(frame: pd.DataFrame, code_digest: str | None, root: Path, quiet
     frame = frame.iloc[write_order(frame)].drop_duplicates("cell_id", keep="last")  # the newest row of each cell
     sort = "cell_index" if "cell_index" in frame.columns else "cell_id"
     frame = frame.sort_values(sort, kind="stable").reset_index(drop=True)
-    codes = frame["code_digest"].fillna("unrecorded") if "code_digest" in frame.columns else pd.Series("unrecorded", index=frame.index)
+    codes = (
+        frame["code_digest"].fillna("unrecorded")
+        if "code_digest" in frame.columns
+        else pd.Series("unrecorded", index=frame.index)
+    )
     if code_digest is not None:
         wanted = codes.iloc[write_order(frame)[-1]] if code_digest == "latest" else code_digest
         if not (codes == wanted).any():
-            raise ValueError(f"code_digest={code_digest!r}: no runs of that code in {root} (it has {', '.join(codes.unique())})")
+            raise ValueError(
+                f"code_digest={code_digest!r}: no runs of that code in {root} (it has {', '.join(codes.unique())})"
+            )
         return frame[codes == wanted].reset_index(drop=True)
     counts = codes.value_counts()
     if len(counts) > 1 and not quiet:

@@ -14,8 +14,9 @@ series, grey levels, error bars from t intervals over seeds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -243,7 +244,9 @@ def gantt(
         stop = group["end_time"].to_numpy(float).clip(low, high)
         bottom = group["nodes"].to_numpy(float) + int(tier) * band
         top = bottom + band * 0.92
-        verts = np.stack([np.column_stack(pair) for pair in ((start, bottom), (start, top), (stop, top), (stop, bottom))], axis=1)
+        verts = np.stack(
+            [np.column_stack(pair) for pair in ((start, bottom), (start, top), (stop, top), (stop, bottom))], axis=1
+        )
         ax.add_collection(
             PolyCollection(
                 verts,
@@ -258,7 +261,15 @@ def gantt(
         for end, marker in _END_MARKERS.items():
             marked = (group["end"] == end).to_numpy() & shown
             if marked.any():
-                ax.scatter(group["end_time"].to_numpy(float)[marked], bottom[marked] + band / 2, marker=marker, color="black", s=12, zorder=3, linewidths=0.8)
+                ax.scatter(
+                    group["end_time"].to_numpy(float)[marked],
+                    bottom[marked] + band / 2,
+                    marker=marker,
+                    color="black",
+                    s=12,
+                    zorder=3,
+                    linewidths=0.8,
+                )
         ends_seen.update(e for e in _END_MARKERS if (group["end"] == e).any())
     ax.set_xlim(low, high)
     ax.set_ylim(0, max(1, nodes_used))
@@ -305,7 +316,14 @@ def utilisation_over_time(
         deltas = np.concatenate([sizes, -sizes])
         order = np.argsort(times, kind="stable")
         held = np.cumsum(deltas[order]) / nodes
-        ax.step(times[order], held, where="post", color="0.2" if tier == 0 else "0.6", linestyle=_STYLES[int(tier) % 4], label=f"tier {tier}")
+        ax.step(
+            times[order],
+            held,
+            where="post",
+            color="0.2" if tier == 0 else "0.6",
+            linestyle=_STYLES[int(tier) % 4],
+            label=f"tier {tier}",
+        )
     ax.set_xlim(*_window_bounds(segments, window))
     _seconds_axis(ax)
     ax.set_ylim(0, 1.05)
@@ -317,7 +335,9 @@ def utilisation_over_time(
     return _save(fig, path)
 
 
-def utilisation_vs_occupancy(runs: pd.DataFrame, path: str | Path, *, by: str = "policy.selector", title: str = "") -> Path:
+def utilisation_vs_occupancy(
+    runs: pd.DataFrame, path: str | Path, *, by: str = "policy.selector", title: str = ""
+) -> Path:
     """Paper 001 figures 7-9: mean utilisation at each occupancy level (share of machines
     occupied, in tenths), one line per value of ``by``, from the shared-VM platform's
     ``util_at_occ_<p>`` metrics (levels never visited are left out); the grey bars give the
@@ -336,7 +356,15 @@ def utilisation_vs_occupancy(runs: pd.DataFrame, path: str | Path, *, by: str = 
         x = [p / 100 for p, v in zip(levels, means) if pd.notna(v)]
         y = [v for v in means if pd.notna(v)]
         grey = str(0.1 + 0.6 * i / max(1, runs[by].nunique() - 1))
-        ax.plot(x, y, marker=_MARKERS[i % len(_MARKERS)], linestyle=_STYLES[i % len(_STYLES)], color=grey, label=str(name), markerfacecolor="white" if i % 2 else grey)
+        ax.plot(
+            x,
+            y,
+            marker=_MARKERS[i % len(_MARKERS)],
+            linestyle=_STYLES[i % len(_STYLES)],
+            color=grey,
+            label=str(name),
+            markerfacecolor="white" if i % 2 else grey,
+        )
     ax.plot([0, 1], [0, 1], color="0.7", linewidth=0.8, linestyle=":", label="utilisation = occupancy")
     ax.set_xlim(0, 1.05)
     ax.set_ylim(0, 1.05)

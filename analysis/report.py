@@ -29,9 +29,10 @@ import html
 import math
 import re
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,7 +99,9 @@ def parse_window(text: str | None) -> Window | None:
             raise ValueError
         start, end = (float(p) if p.strip() else None for p in parts)
     except ValueError:
-        raise TiersweepError(f"--window: expected START:END in seconds (e.g. 0:86400, or :3600), got {text!r}") from None
+        raise TiersweepError(
+            f"--window: expected START:END in seconds (e.g. 0:86400, or :3600), got {text!r}"
+        ) from None
     if any(v is not None and not math.isfinite(v) for v in (start, end)):
         raise TiersweepError(f"--window: expected finite seconds, got {text!r}")
     if start is not None and end is not None and not end > start:
@@ -147,7 +150,10 @@ def _short(key: str, value: Any) -> str:
 def _label(combo: dict[str, str]) -> str:
     """``key=value`` pairs for a title: a trace shows its file name only; a key the cells
     leave unset (the other grids of ``grids``) says so."""
-    return ", ".join(f"{k.split('.')[-1]} not set" if v in ("nan", "None") else f"{k.split('.')[-1]}={_short(k, v)}" for k, v in combo.items())
+    return ", ".join(
+        f"{k.split('.')[-1]} not set" if v in ("nan", "None") else f"{k.split('.')[-1]}={_short(k, v)}"
+        for k, v in combo.items()
+    )
 
 
 def _axes(configs: Sequence[Mapping[str, Any]], runs: pd.DataFrame) -> list[str]:
@@ -396,7 +402,9 @@ def _occupancy_figures(ok: pd.DataFrame, axes: list[str], folder: Path) -> list[
     return figures
 
 
-def _gantt_rows(ok: pd.DataFrame, axes: list[str], by: str | None, policies: list[Any], at: Mapping[str, Any] | None) -> pd.DataFrame:
+def _gantt_rows(
+    ok: pd.DataFrame, axes: list[str], by: str | None, policies: list[Any], at: Mapping[str, Any] | None
+) -> pd.DataFrame:
     """One run per policy to chart, all at one grid point and seed: the first run of the
     candidates (those matching ``at``) fixes the other axes and the seed; a policy without a
     run there (grids of their own) gets its first candidate."""
@@ -483,7 +491,12 @@ def _gantt_choice(
 
 
 def _gantt_figures(
-    segments: pd.DataFrame, charted: pd.DataFrame, varying: list[str], by: str | None, folder: Path, window: Window | None
+    segments: pd.DataFrame,
+    charted: pd.DataFrame,
+    varying: list[str],
+    by: str | None,
+    folder: Path,
+    window: Window | None,
 ) -> list[tuple[str, str, Path]]:
     """A Gantt chart and the VMs held over time of each charted run, titled by its policy,
     load, other grid values and seed, over the whole run or ``window``."""
@@ -496,7 +509,9 @@ def _gantt_figures(
         nodes = _machine_size(row, cell_segments)
         gantt(cell_segments, folder / f"gantt_{slug}.png", title=f"{title} ({span})", window=window)
         figures.append(("Schedules", f"Gantt chart: {title}, {span}", folder / f"gantt_{slug}.png"))
-        utilisation_over_time(cell_segments, nodes, folder / f"occupancy_{slug}.png", title=f"VMs held: {title} ({span})", window=window)
+        utilisation_over_time(
+            cell_segments, nodes, folder / f"occupancy_{slug}.png", title=f"VMs held: {title} ({span})", window=window
+        )
         figures.append(("Schedules", f"VMs held over time: {title}, {span}", folder / f"occupancy_{slug}.png"))
     return figures
 
@@ -536,7 +551,11 @@ def _tuning_baseline(config: Mapping[str, Any], ok: pd.DataFrame) -> tuple[str |
         cells = rows
         for key, value in variant.items():
             key = canonical_key(key)
-            cells = cells[cells[key].map(lambda v, value=value: _same(v, value))] if key in cells.columns else cells.iloc[0:0]
+            cells = (
+                cells[cells[key].map(lambda v, value=value: _same(v, value))]
+                if key in cells.columns
+                else cells.iloc[0:0]
+            )
         matching.append(cells)
     cells = pd.concat(matching).drop_duplicates("cell_id")
     if len(cells) < len(tune.seeds) * len(tune.variants):
@@ -548,7 +567,9 @@ def _tuning_baseline(config: Mapping[str, Any], ok: pd.DataFrame) -> tuple[str |
     return tune.study_name, baseline
 
 
-def _tuning_figures(root: Path, folder: Path, config: Mapping[str, Any], ok: pd.DataFrame) -> list[tuple[str, str, Path]]:
+def _tuning_figures(
+    root: Path, folder: Path, config: Mapping[str, Any], ok: pd.DataFrame
+) -> list[tuple[str, str, Path]]:
     """The plots of the tuning studies in ``ROOT/study.db`` (none for a folder without trials,
     or whose study the tuner kept in another storage).
 
@@ -625,7 +646,9 @@ def _html(
     sensitivity: str = "",
 ) -> str:
     failed = runs[runs["status"] != "ok"]
-    versions = {col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs}
+    versions = {
+        col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs
+    }
     written = pd.to_datetime(runs["written_at"]) if "written_at" in runs else pd.Series(dtype="datetime64[ns]")
     hosts = sorted(runs["host"].dropna().map(str).unique()) if "host" in runs else []
     esc = html.escape
@@ -710,14 +733,20 @@ def _summary_html(table: pd.DataFrame, keys: list[str]) -> str:
     esc = html.escape
     metrics = [c[: -len("_mean")] for c in table.columns if c.endswith("_mean")]
     header = [*(_key_header(k) for k in keys), *(LABELS.get(m, m) for m in metrics), "seeds"]
-    lines = ["<table id='summary'>", "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
+    lines = [
+        "<table id='summary'>",
+        "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead>",
+        "<tbody>",
+    ]
     for _, row in table.iterrows():
         cells = [f"<td class='key'>{esc(_short(k, row[k]))}</td>" for k in keys]
         for metric in metrics:
             mean, low, high = row[f"{metric}_mean"], row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
             # (No interval when there is none, or when every seed gave the same value.)
             shown = pd.notna(low) and pd.notna(high) and low != high
-            interval = f"<span class='ci'>{esc(format_number(low))} – {esc(format_number(high))}</span>" if shown else ""
+            interval = (
+                f"<span class='ci'>{esc(format_number(low))} – {esc(format_number(high))}</span>" if shown else ""
+            )
             cells.append(f"<td>{esc(format_number(mean))}{interval}</td>")
         seeds = max((int(row[f"{m}_n"]) for m in metrics), default=0)
         cells.append(f"<td>{seeds}</td>")

@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -528,7 +529,16 @@ def analyse(
             score = {"sobol": "ST", "morris": "mu_star"}.get(design.method, "S1")
             out.append(
                 MetricSensitivity(
-                    metric, design.method, group, len(y), len(config.seeds), table, s2, convergence, notes, converged,
+                    metric,
+                    design.method,
+                    group,
+                    len(y),
+                    len(config.seeds),
+                    table,
+                    s2,
+                    convergence,
+                    notes,
+                    converged,
                     reps[score],
                 )
             )

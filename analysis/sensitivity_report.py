@@ -5,8 +5,9 @@ convergence curve (each parameter's ranking index at n/4, n/2 and n, with interv
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -14,7 +14,7 @@ grouping that keeps every such difference apart.
 from __future__ import annotations
 
 import warnings
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -65,7 +65,6 @@ def _warn_few_seeds(counts: Sequence[int]) -> None:
 #: The scales :func:`mean_interval` knows: ``unit`` (values in [0, 1]), ``positive``
 #: (values >= 0) and ``real`` (any sign).
 SCALES = ("unit", "positive", "real")
-
 
 
 def metric_scale(name: str) -> str | None:

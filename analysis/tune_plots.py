@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -62,17 +63,34 @@ def plot_history(study: Any, metric: str, *, index: int = 0, baseline: tuple[flo
     if log:  # an error bar reaching zero would hide the point on a log axis
         low = np.where(low > 0, low, values)
     ax.errorbar(
-        numbers, values, yerr=np.vstack([values - low, spread]), fmt="o", color="0.3", ecolor="0.55",
-        markersize=4, capsize=2, linewidth=0.8, label="trial: mean ± sd over seeds",
+        numbers,
+        values,
+        yerr=np.vstack([values - low, spread]),
+        fmt="o",
+        color="0.3",
+        ecolor="0.55",
+        markersize=4,
+        capsize=2,
+        linewidth=0.8,
+        label="trial: mean ± sd over seeds",
     )
     best = (np.minimum if minimize else np.maximum).accumulate(values)
     ax.step(numbers, best, where="post", color="black", linewidth=1.4, label="best so far")
     if baseline is not None and math.isfinite(baseline[0]):
         mean, sd = baseline
         sd = sd if math.isfinite(sd) else 0.0
-        ax.axhline(mean, color="black", linestyle="--", linewidth=1.0, label=f"baseline (defaults): {mean:.4g} ± {sd:.4g}")
+        ax.axhline(
+            mean, color="black", linestyle="--", linewidth=1.0, label=f"baseline (defaults): {mean:.4g} ± {sd:.4g}"
+        )
         if sd > 0:
-            ax.axhspan(max(mean - sd, mean / 10) if log else mean - sd, mean + sd, color="0.8", alpha=0.5, zorder=0, linewidth=0)
+            ax.axhspan(
+                max(mean - sd, mean / 10) if log else mean - sd,
+                mean + sd,
+                color="0.8",
+                alpha=0.5,
+                zorder=0,
+                linewidth=0,
+            )
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("trial")
@@ -132,7 +150,11 @@ def write_tuning_plots(
     for i, metric in objectives:
         target = (lambda t, i=i: t.values[i]) if len(metrics) > 1 else None
         suffix = f"_{metric}" if len(metrics) > 1 else ""
-        save(f"history{suffix}", lambda: plot_history(study, metric, index=i, baseline=baseline.get(metric)), resize=False)
+        save(
+            f"history{suffix}",
+            lambda: plot_history(study, metric, index=i, baseline=baseline.get(metric)),
+            resize=False,
+        )
         if len(complete) > 1 and len(study.best_trials if len(metrics) > 1 else [0]) and len(complete[0].params) > 1:
             save(f"importances{suffix}", lambda: plots.plot_param_importances(study, target=target, target_name=metric))
         save(f"slice{suffix}", lambda: plots.plot_slice(study, target=target, target_name=metric))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pickle
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -376,5 +377,3 @@ class ProbingMixin:
             assert isinstance(chose, str), "a platform without placement chose units itself"
         assert _public_state(platform) == before, "check_start changed the platform"
         self.probes.append("start")
-
-

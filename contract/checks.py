@@ -12,8 +12,9 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -267,4 +268,3 @@ def fresh_interpreter_digests(classes: Sequence[type], timeout: float = 300.0) -
 def class_key(cls: type) -> str:
     """How :func:`fresh_interpreter_digests` names a class."""
     return f"{cls.__module__}:{cls.__qualname__}"
-

@@ -13,8 +13,9 @@ in a module pytest collects::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import pytest
 
@@ -42,7 +43,6 @@ def driving_policy(kind: str, platform_params: Mapping[str, Any]) -> str:
         if policy_runs_on(name, kind, checked):
             return name
     raise LookupError(f"no registered policy runs on platform {kind!r} with {dict(platform_params)}")
-
 
 
 class PlatformContract:

@@ -31,8 +31,9 @@ test that does not apply to a plug-in is switched off by setting it to None in t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -198,4 +199,3 @@ class PolicyContract:
         """A freshly started interpreter (another hash seed) computes the same digest."""
         theirs = fresh_interpreter_digests([type(self)])
         assert theirs[class_key(type(self))] == self.determinism_digest()
-

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -121,4 +122,3 @@ def small_workload_spec(
         path.write_text(text)
     workload = {**(workload or {}), "trace": str(path)}
     return {"seed": seed, "workload": workload, "platform": dict(platform), "policy": dict(policy)}
-

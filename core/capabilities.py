@@ -14,7 +14,8 @@ a platform that offers it implements them (the conformance suite in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Protocol, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np

@@ -11,8 +11,8 @@ frees everything as usual while the collector is paused; only cycle detection wa
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["collector_paused"]
 

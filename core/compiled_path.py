@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from functools import lru_cache
+from functools import cache
 from types import ModuleType
 
 __all__ = ["PURE_PYTHON_ENV", "compiled_available", "nodes_kernels", "path_line", "why_python"]
@@ -23,7 +23,7 @@ PURE_PYTHON_ENV = "TIERSWEEP_PURE_PYTHON"
 _NODES = "tiersweep.core.platforms._nodes_fast"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(module: str) -> tuple[ModuleType | None, str]:
     try:
         return importlib.import_module(module), ""

@@ -6,8 +6,9 @@ imports the other (SimPy's kernel imports its events; events do not import the k
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .jobs import Job

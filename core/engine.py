@@ -27,7 +27,7 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .capabilities import pair_problem
 from .collector import collector_paused
@@ -256,8 +256,7 @@ class Engine:
             reason = self.platform.check_move(job, decision.tier, decision.nodes)
             if reason is not None:
                 raise PolicyError(
-                    f"policy {self.policy.name!r} at t={self.now:g}: cannot move job "
-                    f"{job.job_id}: {reason}"
+                    f"policy {self.policy.name!r} at t={self.now:g}: cannot move job {job.job_id}: {reason}"
                 )
             self._move(job, decision.tier, decision.nodes)
         elif type(decision) is Kill:
@@ -298,10 +297,7 @@ class Engine:
         platform = self.platform
         reason = platform.check_start(job, tier, nodes)
         if reason is not None:
-            raise PolicyError(
-                f"policy {self.policy.name!r} at t={self.now:g}: cannot start job "
-                f"{job.job_id}: {reason}"
-            )
+            raise PolicyError(f"policy {self.policy.name!r} at t={self.now:g}: cannot start job {job.job_id}: {reason}")
         now = self.now
         held, rate = platform.start(job, tier, nodes)
         if len(held) != job.size or not 0.0 <= rate <= 1.0:
@@ -423,7 +419,9 @@ class Engine:
     def _close_segment(self, job: Job, how: str) -> None:
         job.tier_time[job.tier] += self.now - job.segment_time
         if self.segments is not None:
-            self.segments.append(Segment(job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how))
+            self.segments.append(
+                Segment(job.job_id, job.tier, job.segment_time, self.now, tuple(map(int, job.nodes)), how)
+            )
         job.segment_time = math.nan
 
     def _bring_up_to_date(self, job: Job) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 __all__ = ["Job", "CpuSource", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 

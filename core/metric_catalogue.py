@@ -20,9 +20,9 @@ stored as other than a float.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 __all__ = [
     "Metric",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -173,7 +173,9 @@ def run_metrics(
     metrics["kills_per_job"] = kills / int(accepted.sum()) if accepted.any() else float("nan")
     metrics["lost_work"] = float(lost_work)
     if not accepted.any():
-        metrics.update(migrations_per_job=float("nan"), utilization=float("nan"), makespan=0.0, span_start_time=float("nan"))
+        metrics.update(
+            migrations_per_job=float("nan"), utilization=float("nan"), makespan=0.0, span_start_time=float("nan")
+        )
         return metrics
     first = float(records["submit_time"].min())
     last = float(records["finish_time"].max())

@@ -7,8 +7,9 @@ validator can reject unknown keys and bad values with the key path, and fill in 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import SpecError
 

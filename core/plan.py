@@ -8,9 +8,10 @@ a plan's sections again: the platform and policy classes are constructed from th
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["RunPlan"]
 

@@ -10,8 +10,9 @@ scheduling of a small run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from importlib import import_module
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import SpecError
 from .params import Param

@@ -7,7 +7,8 @@ these fields, in this order, with the types of their annotations.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 __all__ = ["Segment", "SEGMENT_FIELDS", "segment_columns"]
 

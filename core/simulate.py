@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -163,4 +164,3 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
     result = run_plan(plan, record_segments=record_segments, trace_sha256=trace_sha256)
     # (the time taken includes planning, as it did the validation)
     return replace(result, wall_seconds=time.perf_counter() - started)
-

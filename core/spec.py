@@ -17,8 +17,11 @@ resolved against the current working directory when the run starts.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from .capabilities import pair_problem
+from .engine import ENGINE_PARAMS
 from .errors import SpecError
 from .params import (
     Param,
@@ -27,15 +30,13 @@ from .params import (
     cpu_range,
     int_in,
     number_in,
-    seed_value,
     one_of,
     positive_fraction,
     positive_int,
+    seed_value,
     unit_interval,
+    validate_params,
 )
-from .capabilities import pair_problem
-from .engine import ENGINE_PARAMS
-from .params import validate_params
 from .plan import RunPlan
 from .platforms import PLATFORMS, platform_class
 from .policies import POLICIES, policy_class
@@ -104,9 +105,17 @@ WORKLOAD_PARAMS: dict[str, Param] = {
         doc="rescale all gaps (exact), or the model's own arrival scaling (keeps Lublin's daily cycle; "
         "the only way for feitelson96's repeats); auto: model for feitelson96, else rescale",
     ),
-    "size_field": Param(one_of("requested", "allocated"), default="requested", doc="trace: SWF processor field giving the job size"),
-    "overrun": Param(one_of("kill", "extend"), default="kill", doc="a job running past its request: kill it there, or let it run"),
-    "estimate": Param(_estimate, default="requested", doc="runtime estimate: requested (the runtime when missing), exact or factor:<f>"),
+    "size_field": Param(
+        one_of("requested", "allocated"), default="requested", doc="trace: SWF processor field giving the job size"
+    ),
+    "overrun": Param(
+        one_of("kill", "extend"), default="kill", doc="a job running past its request: kill it there, or let it run"
+    ),
+    "estimate": Param(
+        _estimate,
+        default="requested",
+        doc="runtime estimate: requested (the runtime when missing), exact or factor:<f>",
+    ),
     "lenient": Param(boolean, default=False, doc="trace: skip and count malformed lines instead of failing"),
     "cpu_usage": Param(
         cpu_range,
@@ -312,8 +321,14 @@ def _check_machine_size(platform_cls: Any, params: Mapping[str, Any]) -> None:
         return
     tiers = platform_cls.tiers_of(params)
     if processors * tiers > MAX_VMS:
-        product = f"{processors:,} processors x {tiers:,} tiers = {processors * tiers:,}" if tiers > 1 else f"{processors:,}"
-        given = ", ".join(f"{k} {v:,}" for k, v in params.items() if k != "kind" and isinstance(v, int) and not isinstance(v, bool) and v > 1)
+        product = (
+            f"{processors:,} processors x {tiers:,} tiers = {processors * tiers:,}" if tiers > 1 else f"{processors:,}"
+        )
+        given = ", ".join(
+            f"{k} {v:,}"
+            for k, v in params.items()
+            if k != "kind" and isinstance(v, int) and not isinstance(v, bool) and v > 1
+        )
         raise SpecError(
             f"platform: {product} VMs ({given}), "
             f"more than the {MAX_VMS:,} a run may hold (each VM's state takes memory); make the platform smaller"

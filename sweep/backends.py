@@ -21,18 +21,18 @@ import logging
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..core.errors import SpecError, TiersweepError
 from ..core.params import Param, any_string, non_negative_int, positive_int
 from ..core.registry import Registry
-
 from .batch import failed_outcomes, run_batch
+from .reaper import owner_marker, settled, start_reaper
 from .records import Outcome, Task
 from .redact import redact
-from .reaper import owner_marker, settled, start_reaper
 from .worker_env import BLAS_ENV, pin_blas_threads, ready_worker
 
 __all__ = [
@@ -446,7 +446,7 @@ class _RayNotes:
             return False
         return True
 
-    def __enter__(self) -> "_RayNotes":
+    def __enter__(self) -> _RayNotes:
         import logging
 
         self._handlers = [*logging.getLogger("ray").handlers, *logging.getLogger().handlers]
@@ -496,7 +496,7 @@ class _RayStart:
         self._pipe: tuple[int, int] | None = None
         self._wakeup = -1
 
-    def __enter__(self) -> "_RayStart":
+    def __enter__(self) -> _RayStart:
         import signal
         import threading
 

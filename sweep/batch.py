@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..core.simulate import run_plan
 from ..core.version import MODEL_VERSION, code_digest, code_folder
-
 from . import trace_cache
 from .cells import Cell, flatten
 from .records import Outcome, Task

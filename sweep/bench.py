@@ -105,7 +105,9 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
             jobs = timings[0][0]
             load = min(t[1] for t in timings)
             sim = min(t[2] for t in timings)
-            print(f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}")
+            print(
+                f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}"
+            )
     name, count, nodes, tiers = CONSOLIDATION_CASE
     if not quick:
         print(f"\nconsolidation: first {count:,} jobs of {name.removesuffix('.swf.gz')}, {nodes} nodes, {tiers} tiers")
@@ -169,8 +171,12 @@ def sweep_bench_command(backends: list[str]) -> int:
 
     backends = ["serial", *(b for b in dict.fromkeys(backends) if b != "serial")]
     config = parse_sweep_config(SWEEP_BENCH_CONFIG)
-    print(f"sweep benchmark: {SWEEP_BENCH_CONFIG['grid']} x {SWEEP_BENCH_CONFIG['seeds']} seeds; {os.cpu_count()} cpus\n")
-    print(f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} {'overhead ms/cell':>17} {'start+stop s':>13}")
+    print(
+        f"sweep benchmark: {SWEEP_BENCH_CONFIG['grid']} x {SWEEP_BENCH_CONFIG['seeds']} seeds; {os.cpu_count()} cpus\n"
+    )
+    print(
+        f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} {'overhead ms/cell':>17} {'start+stop s':>13}"
+    )
     first = None
     for backend in backends:
         t = _sweep_timings(config, backend)

@@ -36,18 +36,26 @@ import itertools
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import SpecError
 from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, plan_run, set_key
 from ..core.workloads.swf import not_a_regular_file
-
 from .cells import Cell, cell_id, replicate_seed, trace_digest
 from .design import Design, parse_design
-from .specfile import apply_overrides, check_kind, file_folder, parse_override, read_spec_file, resolve_key_traces, resolve_spec_traces
+from .specfile import (
+    apply_overrides,
+    check_kind,
+    file_folder,
+    parse_override,
+    read_spec_file,
+    resolve_key_traces,
+    resolve_spec_traces,
+)
 
 __all__ = [
     "SweepConfig",
@@ -66,7 +74,17 @@ __all__ = [
 MAX_CELLS = 1_000_000
 
 _TOP_KEYS = (
-    "name", "description", "base", "grid", "grids", "zip", "exclude", "sample", "seeds", "seed", "cell_timeout"
+    "name",
+    "description",
+    "base",
+    "grid",
+    "grids",
+    "zip",
+    "exclude",
+    "sample",
+    "seeds",
+    "seed",
+    "cell_timeout",
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -298,7 +316,15 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
     if timeout is not None:
         check_cell_timeout(timeout, "cell_timeout")
     return SweepConfig(
-        name, dict(base), axis_sets[0], exclude, list(seeds), dict(raw), str(description), grids, cell_timeout=timeout,
+        name,
+        dict(base),
+        axis_sets[0],
+        exclude,
+        list(seeds),
+        dict(raw),
+        str(description),
+        grids,
+        cell_timeout=timeout,
         design=design,
     )
 
@@ -505,7 +531,9 @@ def _invalid_cells_message(invalid: dict[str, list[dict[str, Any]]], kept: list[
     if len(invalid) > 1:
         more = f", {len(invalid) - LISTED_ERRORS} not shown" if len(invalid) > LISTED_ERRORS else ""
         distinct = len({_identity(p) for p in kept})
-        lines.append(f"{len(bad)} of {distinct} grid points are invalid ({len(invalid)} different errors{more}); nothing was run")
+        lines.append(
+            f"{len(bad)} of {distinct} grid points are invalid ({len(invalid)} different errors{more}); nothing was run"
+        )
     return "\n".join(lines)
 
 
@@ -535,7 +563,9 @@ def _fix(error: str, failing: list[dict[str, Any]], others: list[dict[str, Any]]
         subsets = sorted(itertools.combinations(range(len(keys)), size), key=lambda s: -sum(named[i] for i in s))
         for subset in subsets:
             causes = {tuple(text[i] for i in subset): point for text, point in failing_texts.items()}
-            if all(text in failing_texts or text in unknown for text in texts if tuple(text[i] for i in subset) in causes):
+            if all(
+                text in failing_texts or text in unknown for text in texts if tuple(text[i] for i in subset) in causes
+            ):
                 return _fix_text(tuple(keys[i] for i in subset), list(causes.values()))
     return ""
 
@@ -564,6 +594,10 @@ def _flow(value: Any) -> str:
     """``value`` as YAML flow text, for an ``exclude`` rule to paste into a config."""
     import json
 
-    if isinstance(value, str) and re.fullmatch(r"[A-Za-z_/][\w./-]*", value) and value.lower() not in ("true", "false", "null", "yes", "no", "on", "off"):
+    if (
+        isinstance(value, str)
+        and re.fullmatch(r"[A-Za-z_/][\w./-]*", value)
+        and value.lower() not in ("true", "false", "null", "yes", "no", "on", "off")
+    ):
         return value
     return json.dumps(value, default=str)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import TiersweepError
 from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
-
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
 from .estimate import Eta, columns_read, default_time_limits, estimate_costs
@@ -135,7 +135,9 @@ def run_sweep(
     # reading what is stored and writing what is not.
     with FolderLock(Path(out) / config.name, "sweep") as lock:
         started = time.perf_counter()
-        cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs)
+        cells, todo, store, lacking = plan(
+            config, out, force=force, retry_failed=retry_failed, cells=cells, with_jobs=with_jobs
+        )
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)

@@ -25,10 +25,10 @@ import math
 import os
 import statistics
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..core.policies import POLICIES
-
 from .cells import Cell, flatten
 
 __all__ = [
@@ -75,7 +75,11 @@ _FORMULA_KEYS = ("workload.jobs", "workload.trace", "workload.load", "policy.nam
 def _formula(flat: Mapping[str, Any]) -> float:
     """:func:`formula_cost` of a flattened spec or a stored row (dotted keys)."""
     jobs = flat.get("workload.jobs")
-    jobs = float(jobs) if isinstance(jobs, (int, float)) and jobs == jobs and jobs > 0 else _trace_jobs(flat.get("workload.trace"))
+    jobs = (
+        float(jobs)
+        if isinstance(jobs, (int, float)) and jobs == jobs and jobs > 0
+        else _trace_jobs(flat.get("workload.trace"))
+    )
     load = flat.get("workload.load")
     load = float(load) if isinstance(load, (int, float)) and math.isfinite(load) else 1.0
     name = flat.get("policy.name")

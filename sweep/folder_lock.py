@@ -89,7 +89,7 @@ class FolderLock:
             "command": self.command,
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder).encode(), 0)
@@ -108,6 +108,8 @@ def _describe(path: Path) -> str:
     """Who holds the lock at ``path``, as its file says."""
     try:
         holder = json.loads(path.read_text())
-        return f"`tiersweep {holder['command']}` (pid {holder['pid']} on host {holder['host']}, since {holder['since']})"
+        return (
+            f"`tiersweep {holder['command']}` (pid {holder['pid']} on host {holder['host']}, since {holder['since']})"
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return "another tiersweep process"

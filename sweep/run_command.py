@@ -13,7 +13,6 @@ from ..core.engine import ENGINE_PARAMS
 from ..core.platforms import PLATFORMS
 from ..core.policies import POLICIES
 from ..core.simulate import RunResult
-
 from .specfile import apply_overrides, load_run_spec
 
 __all__ = ["run_command", "summary_json", "summary_table"]
@@ -96,7 +95,11 @@ def summary_table(result: RunResult) -> str:
     else:
         shown = {k: v for k, v in platform.items() if k != "kind" and (k not in ENGINE_PARAMS or k in engine_keys)}
         where = f"{platform['kind']}, " + ", ".join(f"{k}={v}" for k, v in shown.items())
-    source = workload["trace"] if workload["trace"] is not None else f"{workload['model']} ({workload['preset']}), {workload['jobs']:,} jobs"
+    source = (
+        workload["trace"]
+        if workload["trace"] is not None
+        else f"{workload['model']} ({workload['preset']}), {workload['jobs']:,} jobs"
+    )
     lines = [
         f"workload  {source}",
         f"platform  {where}",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import TiersweepError
 from ..core.version import code_digest, code_folder
-
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell

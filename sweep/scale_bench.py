@@ -101,7 +101,9 @@ def _run(spec: Path, timeout: float = CASE_TIMEOUT) -> Measurement:
 
 
 def _bare(reference: Path, log: Path, processors: int, folder: Path) -> Measurement:
-    return measure_process([sys.executable, str(reference), "easy", str(log), str(processors), str(folder / "bare.csv")])
+    return measure_process(
+        [sys.executable, str(reference), "easy", str(log), str(processors), str(folder / "bare.csv")]
+    )
 
 
 def _in_process_seconds(spec: dict[str, Any]) -> float:
@@ -179,8 +181,12 @@ def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], t
     lublin = {"model": "lublin03", "jobs": jobs, "max_size": 1000}
     machines = (1_000, 93_312) if quick else (1_000, 10_000, 93_312)
     sizes = [
-        (f"Lublin {jobs:,} jobs (max_size 1000), {n:,} nodes x 2", case(lublin, n), ("amcbf",),
-         SUBLINEAR if n > 1_000 else "")
+        (
+            f"Lublin {jobs:,} jobs (max_size 1000), {n:,} nodes x 2",
+            case(lublin, n),
+            ("amcbf",),
+            SUBLINEAR if n > 1_000 else "",
+        )
         for n in machines
     ]
     if quick:
@@ -195,8 +201,12 @@ def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], t
             ("amcbf",),
             "",
         ),
-        ("CEA-Curie whole log, 93,312 nodes x 2", case({"trace": str(folder / CURIE)}, 93_312), ("amcbf", "keasy"),
-         "<= 30x EASY, <= 2 GB"),
+        (
+            "CEA-Curie whole log, 93,312 nodes x 2",
+            case({"trace": str(folder / CURIE)}, 93_312),
+            ("amcbf", "keasy"),
+            "<= 30x EASY, <= 2 GB",
+        ),
     ]
 
 
@@ -232,8 +242,10 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                     verdict = _verdict(ratio <= 30 and result.peak_mb <= 2048)
                 if policy == "amcbf" and label.endswith(" 1,000 nodes x 2"):
                     first_us = us_job
-                print(f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
-                      f"{result.peak_mb:>8,.0f}   {target if policy != 'easy' else ''} {verdict}".rstrip())
+                print(
+                    f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
+                    f"{result.peak_mb:>8,.0f}   {target if policy != 'easy' else ''} {verdict}".rstrip()
+                )
                 if policy != "easy":
                     print(f"      path: {result.path}")
 
@@ -294,7 +306,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
                 shutil.copyfileobj(source, target)
             logs[name] = plain
         print("\nwhole process, against the bare textbook loop on the same uncompressed log")
-        for name in ([KTH] if quick else [KTH, CURIE]):
+        for name in [KTH] if quick else [KTH, CURIE]:
             log = logs[name]
             processors = _max_procs(log)
             ours = _run(_spec_file(tmp, "easy", {"workload": {"trace": str(log)}, "policy": {"name": "easy"}}))
@@ -302,24 +314,46 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
             ratio = ours.seconds / bare.seconds
             label = f"EASY {name.removesuffix('.swf.gz')} ({ours.seconds:.2f} s vs {bare.seconds:.2f} s)"
             limit = 1.3 if name == KTH else 1.0
-            _row(label, f"{ratio:.2f}x, {ours.peak_mb:,.0f} MB", f"<= {limit}x" + (", <= 1 GB" if name == CURIE else ""),
-                 ratio <= limit and (name != CURIE or ours.peak_mb <= 1024))
+            _row(
+                label,
+                f"{ratio:.2f}x, {ours.peak_mb:,.0f} MB",
+                f"<= {limit}x" + (", <= 1 GB" if name == CURIE else ""),
+                ratio <= limit and (name != CURIE or ours.peak_mb <= 1024),
+            )
         if quick:
             return 0
         print("\nEASY on Lublin workloads, 10,000 nodes (whole process)")
         rates = []
         for jobs in (100_000, 300_000, 1_000_000):
-            spec = {"workload": {"model": "lublin03", "jobs": jobs}, "platform": {"nodes": 10_000}, "policy": {"name": "easy"}}
+            spec = {
+                "workload": {"model": "lublin03", "jobs": jobs},
+                "platform": {"nodes": 10_000},
+                "policy": {"name": "easy"},
+            }
             result = _run(_spec_file(tmp, f"lublin{jobs}", spec))
             rates.append(result.seconds / jobs)
             linear = rates[-1] / rates[0]
-            _row(f"{jobs:,} jobs ({result.seconds:.1f} s)", f"{linear:.2f}x per job, {result.peak_mb:,.0f} MB",
-                 "<= 1.15x, <= 2 GB", linear <= 1.15 and result.peak_mb <= 2048)
+            _row(
+                f"{jobs:,} jobs ({result.seconds:.1f} s)",
+                f"{linear:.2f}x per job, {result.peak_mb:,.0f} MB",
+                "<= 1.15x, <= 2 GB",
+                linear <= 1.15 and result.peak_mb <= 2048,
+            )
         print("\nAMCBF / EASY on the same jobs, in process")
         cases = [
             ("CTC-SP2 first 20,000 jobs, 320 nodes x 2", {"trace": str(logs[CTC]), "jobs": 20_000}, 320, 3.5),
-            ("FWorkload 20,000 jobs, load 0.9, 320 nodes x 2", {"model": "feitelson96", "jobs": 20_000, "load": 0.9}, 320, 3.0),
-            ("Lublin 5,000 jobs, load 0.8, 10,000 nodes x 2", {"model": "lublin03", "jobs": 5_000, "load": 0.8}, 10_000, 5.0),
+            (
+                "FWorkload 20,000 jobs, load 0.9, 320 nodes x 2",
+                {"model": "feitelson96", "jobs": 20_000, "load": 0.9},
+                320,
+                3.0,
+            ),
+            (
+                "Lublin 5,000 jobs, load 0.8, 10,000 nodes x 2",
+                {"model": "lublin03", "jobs": 5_000, "load": 0.8},
+                10_000,
+                5.0,
+            ),
         ]
         for label, workload, nodes, limit in cases:
             seconds = {}
@@ -328,19 +362,34 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
                     {"workload": workload, "platform": {"nodes": nodes, "tiers": 2}, "policy": {"name": policy}}
                 )
             ratio = seconds["amcbf"] / seconds["easy"]
-            _row(f"{label} ({seconds['amcbf']:.2f} s vs {seconds['easy']:.2f} s)", f"{ratio:.2f}x", f"<= {limit}x", ratio <= limit)
+            _row(
+                f"{label} ({seconds['amcbf']:.2f} s vs {seconds['easy']:.2f} s)",
+                f"{ratio:.2f}x",
+                f"<= {limit}x",
+                ratio <= limit,
+            )
         measured = {}
         for policy in ("easy", "amcbf"):
-            spec = {"workload": {"model": "lublin03", "jobs": 100_000, "load": 0.8},
-                    "platform": {"nodes": 10_000, "tiers": 2}, "policy": {"name": policy}}
+            spec = {
+                "workload": {"model": "lublin03", "jobs": 100_000, "load": 0.8},
+                "platform": {"nodes": 10_000, "tiers": 2},
+                "policy": {"name": policy},
+            }
             # Both get the case time limit, so that the ratio is measured even when it is far
             # above the target.
             measured[policy] = _run(_spec_file(tmp, f"lublin100k-{policy}", spec))
         amcbf, easy = measured["amcbf"], measured["easy"]
-        value = (f"{amcbf.seconds / easy.seconds:.2f}x, {amcbf.peak_mb:,.0f} MB" if amcbf.finished
-                 else f"not finished in {amcbf.seconds:.0f} s")
-        _row(f"Lublin 100,000 jobs, 10,000 nodes x 2 (whole process, {amcbf.seconds:.0f} s vs {easy.seconds:.1f} s)",
-             value, "<= 5x, <= 2 GB", amcbf.finished and amcbf.seconds <= 5 * easy.seconds and amcbf.peak_mb <= 2048)
+        value = (
+            f"{amcbf.seconds / easy.seconds:.2f}x, {amcbf.peak_mb:,.0f} MB"
+            if amcbf.finished
+            else f"not finished in {amcbf.seconds:.0f} s"
+        )
+        _row(
+            f"Lublin 100,000 jobs, 10,000 nodes x 2 (whole process, {amcbf.seconds:.0f} s vs {easy.seconds:.1f} s)",
+            value,
+            "<= 5x, <= 2 GB",
+            amcbf.finished and amcbf.seconds <= 5 * easy.seconds and amcbf.peak_mb <= 2048,
+        )
     return 0
 
 

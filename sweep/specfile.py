@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.errors import SpecError
 from ..core.spec import MODEL_ONLY_KEYS, TRACE_ONLY_KEYS, canonical_key, set_key
@@ -257,7 +258,7 @@ def _load_yaml(where: str, text: str) -> Any:
         raise SpecError(f"{where}: nested too deeply (at most {MAX_DEPTH} levels of mappings and lists)") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _spec_loader() -> type:
     """PyYAML's safe loader with YAML 1.2 core scalars and repeated keys refused (built on
     first use, so that JSON specs never import PyYAML)."""
@@ -311,11 +312,15 @@ def _spec_loader() -> type:
         first: [(tag, regexp) for tag, regexp in resolvers if tag not in replaced]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
-    SpecLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    SpecLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
     SpecLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
     SpecLoader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
-        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+        ),
         list("-+0123456789."),
     )
     SpecLoader.add_constructor("tag:yaml.org,2002:int", SpecLoader.construct_decimal_int)

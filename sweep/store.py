@@ -47,8 +47,9 @@ import math
 import os
 import re
 import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence, TypeVar, get_type_hints
+from typing import Any, TypeVar, get_type_hints
 
 import numpy as np
 import pandas as pd
@@ -242,7 +243,7 @@ class Store:
         # Written only when it changes, so that a run with nothing new to say about the folder
         # writes nothing (a read-only folder of finished results can be re-run).
         if {key: stored.get(key) for key in manifest} != manifest:
-            manifest["updated_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
+            manifest["updated_at"] = dt.datetime.now(dt.UTC).isoformat()
             self._write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2).encode())
 
     def _stored_compatible(self, spec_types: Mapping[str, pa.DataType]) -> dict[str, pa.DataType]:
@@ -265,7 +266,11 @@ class Store:
             if name not in stored.names:
                 continue
             have = stored.field(name).type
-            if have == wanted or pa.types.is_string(have) or (pa.types.is_floating(have) and pa.types.is_integer(wanted)):
+            if (
+                have == wanted
+                or pa.types.is_string(have)
+                or (pa.types.is_floating(have) and pa.types.is_integer(wanted))
+            ):
                 reconciled[name] = have
                 continue
             raise SpecError(
@@ -278,7 +283,7 @@ class Store:
     def write(self, outcomes: Sequence[Outcome]) -> None:
         """Write one batch: a jobs file and a segments file when any outcome carries them, then
         a runs file (which is what makes its cells stored)."""
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         seq = self._next_seq()
         outcomes = sorted(outcomes, key=lambda o: o.cell_index)
         rows = [o.row for o in outcomes]
@@ -690,7 +695,11 @@ def compact(root: str | Path) -> tuple[int, int]:
             if len(files) <= 1:
                 after += len(files)
                 continue
-            table = runs if name == "runs" else _not_superseded(read_table(root / name, latest_only=False, files=files), latest)
+            table = (
+                runs
+                if name == "runs"
+                else _not_superseded(read_table(root / name, latest_only=False, files=files), latest)
+            )
             names = [Path(f).name for f in files]
             _write_part(root / name, table, max(_seq_of(n) for n in names), replaces=names)
             _remove_replaced(root / name)

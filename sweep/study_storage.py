@@ -13,9 +13,10 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..core.errors import TiersweepError, first_line
 from ..core.safe_files import refuse_link

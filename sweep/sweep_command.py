@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .config import load_sweep_config
 from .driver import SUMMARY_METRICS, plan, run_sweep
@@ -37,7 +38,9 @@ def sweep_command(
     if dry_run:
         cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
         pending = {c.cell_id for c in todo}
-        print(f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute")
+        print(
+            f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute"
+        )
         for cell in cells:
             point = ", ".join(f"{k}={v}" for k, v in cell.point.items())
             state = "no jobs" if cell.cell_id in lacking else "todo" if cell.cell_id in pending else "stored"
@@ -67,7 +70,9 @@ def sweep_command(
             f"or segments (a run without --jobs, or their file moved out) and were computed again for them"
         )
     if outcome.computed:
-        print(f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s")
+        print(
+            f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s"
+        )
     for note in outcome.extra.get("notes", []):
         print(f"note: {note}; see the README's Ray section")
     runs = Path(outcome.store) / "runs"

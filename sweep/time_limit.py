@@ -18,8 +18,8 @@ import ctypes
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["CellTimeout", "time_limit"]
 

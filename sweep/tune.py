@@ -26,21 +26,21 @@ import math
 import os
 import socket
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.errors import SpecError, TiersweepError
 from ..core.safe_files import atomic_writer
 from ..core.spec import canonical_key
-
 from .cells import Cell, cell_id, flatten, replicate_seed
 from .driver import result_columns
 from .folder_lock import FolderLock
 from .reaper import start_time
 from .records import Outcome
-from .runner import CellRunner
 from .redact import redact
+from .runner import CellRunner
 from .store import Store, read_table, spec_column_types
 from .study_storage import default_storage_url, make_storage, storage_errors, storage_url
 from .tune_config import TuneConfig, _corners, trial_plan, trial_spec
@@ -99,7 +99,11 @@ def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
         return AskTellGridSampler({p.key: list(p.choices) for p in config.params}, seed=seed)
     if config.sampler == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed)
-    return optuna.samplers.TPESampler(seed=seed, multivariate=True) if len(config.objectives) == 1 else optuna.samplers.TPESampler(seed=seed)
+    return (
+        optuna.samplers.TPESampler(seed=seed, multivariate=True)
+        if len(config.objectives) == 1
+        else optuna.samplers.TPESampler(seed=seed)
+    )
 
 
 def _grid_size(config: TuneConfig) -> int:
@@ -530,7 +534,9 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
         row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
         for param in config.params:
             value = trial.params.get(param.key)
-            row[f"params.{param.key}"] = None if value is None else (str(value) if param.kind == "categorical" else float(value))
+            row[f"params.{param.key}"] = (
+                None if value is None else (str(value) if param.kind == "categorical" else float(value))
+            )
         values = trial.values or [None] * len(config.objectives)
         for (metric, _), value in zip(config.objectives, values):
             row[metric] = value

@@ -32,23 +32,34 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import SpecError
 from ..core.plan import RunPlan
 from ..core.spec import canonical_key, plan_run, set_key
-
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
-from .tune_pruning import DEFAULT_P_THRESHOLD, PRUNERS
 from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
+from .tune_pruning import DEFAULT_P_THRESHOLD, PRUNERS
 
 __all__ = ["Param", "TuneConfig", "load_tune_config", "parse_tune_config", "override_base", "SAMPLERS"]
 
 _TOP_KEYS = (
-    "name", "description", "base", "params", "objective", "seeds", "seed", "variants", "trials", "parallel", "sampler",
-    "pruner", "study",
+    "name",
+    "description",
+    "base",
+    "params",
+    "objective",
+    "seeds",
+    "seed",
+    "variants",
+    "trials",
+    "parallel",
+    "sampler",
+    "pruner",
+    "study",
 )
 #: Samplers by config name.
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
@@ -142,7 +153,9 @@ def _resolve_traces(raw: Mapping[str, Any], folder: str) -> dict[str, Any]:
         out["base"] = resolve_spec_traces(out["base"], folder)
     if isinstance(out.get("variants"), list):
         out["variants"] = [
-            {k: resolve_key_traces(k, v, folder) for k, v in variant.items()} if isinstance(variant, Mapping) else variant
+            {k: resolve_key_traces(k, v, folder) for k, v in variant.items()}
+            if isinstance(variant, Mapping)
+            else variant
             for variant in out["variants"]
         ]
     if isinstance(out.get("params"), Mapping):
@@ -278,7 +291,9 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     if sampler_name not in SAMPLERS:
         raise SpecError(f"sampler.name: unknown value {sampler_name!r}; valid choices: {', '.join(SAMPLERS)}")
     sampler_seed = sampler.get("seed")
-    if sampler_seed is not None and (isinstance(sampler_seed, bool) or not isinstance(sampler_seed, int) or sampler_seed < 0):
+    if sampler_seed is not None and (
+        isinstance(sampler_seed, bool) or not isinstance(sampler_seed, int) or sampler_seed < 0
+    ):
         raise SpecError(f"sampler.seed: expected a non-negative integer, got {sampler_seed!r}")
     if sampler_name == "grid" and any(p.kind != "categorical" for p in params):
         raise SpecError("sampler: grid needs every parameter given as choices")
@@ -311,7 +326,11 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         startup_steps=startup_steps,
         raw=dict(raw),
     )
-    specs = [trial_spec(config, values, variant, config.seeds[0]) for values in _corners(params) for variant in config.variants]
+    specs = [
+        trial_spec(config, values, variant, config.seeds[0])
+        for values in _corners(params)
+        for variant in config.variants
+    ]
     from .driver import result_columns  # (lazy: the driver imports this module's users)
 
     _check_float_ranges(config)

@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "PRUNERS", "DEFAULT_P_THRESHOLD", "SKIPPED", "make_pruner", "instance_order", "PruningSummary", "pruning_summary",
+    "PRUNERS",
+    "DEFAULT_P_THRESHOLD",
+    "SKIPPED",
+    "make_pruner",
+    "instance_order",
+    "PruningSummary",
+    "pruning_summary",
     "skipped_json",
 ]
 

@@ -16,7 +16,6 @@ from ..core.workloads.models import MODEL_NAMES
 from ..core.workloads.rules import jobs_from_records
 from ..core.workloads.swf import header_int, read_swf, write_swf
 from .paths import output_file
-
 from .specfile import apply_overrides, load_run_spec
 
 __all__ = ["generate_command", "describe_command", "plot_suffixes"]

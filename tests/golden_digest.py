@@ -19,7 +19,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_conformance import POLICY_CLASSES  # noqa: E402
-
 from tiersweep.core.simulate import simulate  # noqa: E402
 
 
@@ -59,8 +58,12 @@ def main() -> None:
             total.update(digest.encode())
             print(cls.__name__, digest[:16], flush=True)
     # An old spelling of a moved key, through the alias.
-    old = {"seed": 3, "workload": {"model": "lublin03", "jobs": 120, "load": 0.9},
-           "platform": {"kind": "nodes", "nodes": 64, "tiers": 2}, "policy": {"name": "amcbf", "migration_cost": 120}}
+    old = {
+        "seed": 3,
+        "workload": {"model": "lublin03", "jobs": 120, "load": 0.9},
+        "platform": {"kind": "nodes", "nodes": 64, "tiers": 2},
+        "policy": {"name": "amcbf", "migration_cost": 120},
+    }
     total.update(run_digest(old).encode())
     print(f"{len(POLICY_CLASSES)} classes; total {total.hexdigest()}")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -34,7 +34,9 @@ def make_jobs(rows: Iterable[Sequence[float]], nodes: int, **rules: str) -> list
     return jobs
 
 
-def run_jobs(rows: Iterable[Sequence[float]], nodes: int, policy: str, *, rules: dict | None = None, **params) -> list[Job]:
+def run_jobs(
+    rows: Iterable[Sequence[float]], nodes: int, policy: str, *, rules: dict | None = None, **params
+) -> list[Job]:
     """Simulate ``rows`` on ``nodes`` dedicated nodes under ``policy``; return the finished jobs."""
     jobs = make_jobs(rows, nodes, **(rules or {}))
     Engine(jobs, Nodes(nodes), make_policy(policy, **params)).run()

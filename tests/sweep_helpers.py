@@ -79,7 +79,11 @@ def tiny_tune_raw(name: str = "tiny", *, jobs: int = 60, **changes: Any) -> dict
     (``policy.bg_threshold``), with top-level keys replaced by ``changes``."""
     raw: dict[str, Any] = {
         "name": name,
-        "base": {"workload": {"model": "jann97", "jobs": jobs}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
+        "base": {
+            "workload": {"model": "jann97", "jobs": jobs},
+            "platform": {"nodes": 64, "tiers": 2},
+            "policy": {"name": "amcbf"},
+        },
         "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
         "objective": {"mean_bsld": "minimize"},
         "seeds": 1,

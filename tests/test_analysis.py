@@ -17,7 +17,13 @@ import pandas as pd
 import pytest
 
 from tiersweep.analysis import compare, load, summary
-from tiersweep.analysis.plots import PAPER000_METRICS, gantt, metric_grid, utilisation_over_time, utilisation_vs_occupancy
+from tiersweep.analysis.plots import (
+    PAPER000_METRICS,
+    gantt,
+    metric_grid,
+    utilisation_over_time,
+    utilisation_vs_occupancy,
+)
 from tiersweep.analysis.report import write_report
 from tiersweep.cli import main
 from tiersweep.sweep.config import parse_sweep_config
@@ -48,7 +54,9 @@ def test_summary_gives_mean_sd_count_and_t_interval_over_seeds():
     # a: mean 2, sd 1, n 3 -> 2 +- 4.302653 / sqrt(3)
     assert table.loc["a", "m_mean"] == 2.0 and table.loc["a", "m_std"] == 1.0 and table.loc["a", "m_n"] == 3
     half = T_975_2 * 1.0 / math.sqrt(3)
-    assert table.loc["a", "m_ci_low"] == pytest.approx(2 - half) and table.loc["a", "m_ci_high"] == pytest.approx(2 + half)
+    assert table.loc["a", "m_ci_low"] == pytest.approx(2 - half) and table.loc["a", "m_ci_high"] == pytest.approx(
+        2 + half
+    )
     # b: the failed row is left out: mean 12, sd 2*sqrt(2), n 2 -> 12 +- 12.7062 * 2
     assert table.loc["b", "m_mean"] == 12.0 and table.loc["b", "m_n"] == 2
     assert table.loc["b", "m_std"] == pytest.approx(2 * math.sqrt(2))
@@ -97,7 +105,9 @@ def test_a_ratio_interval_stays_positive_where_a_symmetric_one_would_not():
 
 
 def test_compare_refuses_an_ambiguous_baseline():
-    frame = pd.DataFrame({"policy.name": ["easy", "easy", "x"], "seed": [1, 1, 1], "workload.load": [0.5, 0.9, 0.5], "m": [1, 2, 3]})
+    frame = pd.DataFrame(
+        {"policy.name": ["easy", "easy", "x"], "seed": [1, 1, 1], "workload.load": [0.5, 0.9, 0.5], "m": [1, 2, 3]}
+    )
     with pytest.raises(ValueError, match="several rows"):
         compare(frame, baseline="easy", metrics=["m"])
 
@@ -152,8 +162,11 @@ def test_every_plot_function_writes_a_png(swept, tmp_path):
 def test_utilisation_against_occupancy_from_a_shared_vm_sweep(tmp_path):
     raw = {
         "name": "vms",
-        "base": {"workload": {"model": "jann97", "jobs": 300, "max_size": 16}, "platform": {"kind": "shared_vms", "machines": 8, "vms": 4},
-                 "policy": {"name": "vm_backfill"}},
+        "base": {
+            "workload": {"model": "jann97", "jobs": 300, "max_size": 16},
+            "platform": {"kind": "shared_vms", "machines": 8, "vms": 4},
+            "policy": {"name": "vm_backfill"},
+        },
         "grid": {"policy.selector": ["pc-g", "ec"]},
         "seeds": 1,
     }
@@ -205,7 +218,9 @@ def test_report_writes_html_and_every_figure_it_links(swept, tmp_path):
     runs = load(swept)
     first = runs.iloc[0]
     gantts = [a for a in parser.alts if a.startswith("Gantt chart")]
-    assert gantts == [f"Gantt chart: {p}, load {first['workload.load']:g}, seed {first['seed']}, whole run" for p in ("easy", "amcbf")]
+    assert gantts == [
+        f"Gantt chart: {p}, load {first['workload.load']:g}, seed {first['seed']}, whole run" for p in ("easy", "amcbf")
+    ]
     assert not any(cell in text for cell in runs["cell_id"])
     # Dedicated nodes turn no job away: accept rate is 1 in every run and gets no panel.
     assert not any("accept rate" in a for a in parser.alts) and "accept rate = 1" in text

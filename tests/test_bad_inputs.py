@@ -55,7 +55,10 @@ def test_an_intact_gzip_trace_still_reads(tmp_path, swf_gz, capsys):
         ({"workload": {"model": "jann97", "jobs": float("inf")}}, "workload.jobs"),
         ({"platform": {"nodes": float("inf")}}, "platform.nodes"),
         ({"platform": {"kind": "fat_tree", "k": float("inf")}, "policy": {"name": "bw_fcfs"}}, "platform.k"),
-        ({"platform": {"kind": "fat_tree", "k": 4, "slots": float("inf")}, "policy": {"name": "bw_fcfs"}}, "platform.slots"),
+        (
+            {"platform": {"kind": "fat_tree", "k": 4, "slots": float("inf")}, "policy": {"name": "bw_fcfs"}},
+            "platform.slots",
+        ),
         ({"platform": {"nodes": float("nan")}}, "platform.nodes"),
     ],
 )
@@ -128,12 +131,18 @@ def test_an_alias_bomb_or_a_recursive_alias_is_refused_before_it_is_walked(tmp_p
 )
 def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path, capsys, content, line, key):
     err = _run_spec(tmp_path, capsys, content)
-    assert err.startswith(f"tiersweep: error: {tmp_path / 'spec.yaml'}:{line}: the key {key!r} is given twice (first on line")
+    assert err.startswith(
+        f"tiersweep: error: {tmp_path / 'spec.yaml'}:{line}: the key {key!r} is given twice (first on line"
+    )
 
 
 def test_a_json_spec_with_a_key_given_twice_is_refused_too(tmp_path, capsys):
-    err = _run_spec(tmp_path, capsys, '{"seed": 1,\n "workload": {"model": "jann97", "jobs": 50},\n "seed": 2}', "spec.json")
-    assert err.startswith(f"tiersweep: error: {tmp_path / 'spec.json'}:3: the key 'seed' is given twice (first on line 1)")
+    err = _run_spec(
+        tmp_path, capsys, '{"seed": 1,\n "workload": {"model": "jann97", "jobs": 50},\n "seed": 2}', "spec.json"
+    )
+    assert err.startswith(
+        f"tiersweep: error: {tmp_path / 'spec.json'}:3: the key 'seed' is given twice (first on line 1)"
+    )
 
 
 def test_merged_keys_may_still_be_overridden(tmp_path):
@@ -146,8 +155,22 @@ def test_merged_keys_may_still_be_overridden(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1_000", "1_000"), ("1:30", "1:30"), ("yes", "yes"), ("on", "on"), ("0x10", "0x10"), ("2026-01-01", "2026-01-01"),
-     ("010", 10), ("1e3", 1000.0), ("-2", -2), ("+3", 3), ("1.5", 1.5), (".inf", float("inf")), ("true", True), ("~", None)],
+    [
+        ("1_000", "1_000"),
+        ("1:30", "1:30"),
+        ("yes", "yes"),
+        ("on", "on"),
+        ("0x10", "0x10"),
+        ("2026-01-01", "2026-01-01"),
+        ("010", 10),
+        ("1e3", 1000.0),
+        ("-2", -2),
+        ("+3", 3),
+        ("1.5", 1.5),
+        (".inf", float("inf")),
+        ("true", True),
+        ("~", None),
+    ],
 )
 def test_spec_scalars_follow_yaml_12_not_yaml_11(tmp_path, text, value):
     # YAML 1.1 (PyYAML's default) reads 1_000 as 1000, 1:30 as 90, yes as true and 010 as 8.
@@ -208,7 +231,9 @@ BASE_TEXT = "name: s\nbase: {workload: {model: jann97, jobs: 50}, platform: {nod
 
 
 def test_a_sweep_whose_exclusions_leave_no_cell_is_refused(tmp_path, capsys):
-    err = _sweep_error(tmp_path, capsys, BASE_TEXT + "grid: {policy.name: [easy, fcfs]}\nexclude: [{policy.name: [easy, fcfs]}]\n")
+    err = _sweep_error(
+        tmp_path, capsys, BASE_TEXT + "grid: {policy.name: [easy, fcfs]}\nexclude: [{policy.name: [easy, fcfs]}]\n"
+    )
     assert err == "tiersweep: error: exclude: the rules drop every grid point, so the sweep has no cells to run"
 
 
@@ -216,8 +241,11 @@ def test_a_sweep_whose_exclusions_leave_no_cell_is_refused(tmp_path, capsys):
     ("text", "message"),
     [
         ("seeds: 1000000000\n", "seeds: expected a count from 1 to 1,000,000"),
-        ("grid: {workload.jobs: [%s], platform.nodes: [%s]}\n" % (",".join(map(str, range(1, 2001))), ",".join(map(str, range(16, 1016)))),
-         "the grid has 2,000,000 points x 1 seeds = 2,000,000 cells, more than 1,000,000"),
+        (
+            "grid: {workload.jobs: [%s], platform.nodes: [%s]}\n"
+            % (",".join(map(str, range(1, 2001))), ",".join(map(str, range(16, 1016)))),
+            "the grid has 2,000,000 points x 1 seeds = 2,000,000 cells, more than 1,000,000",
+        ),
     ],
     ids=["a billion seeds", "two million grid points"],
 )
@@ -232,7 +260,10 @@ def test_an_absurd_grid_is_refused_before_it_is_expanded(tmp_path, capsys, text,
 
 @pytest.mark.parametrize(
     "text",
-    ["grid:\n  policy.name: [easy]\n  policy.name: [fcfs]\n", "grid: {policy.name: [easy]}\ngrid: {workload.jobs: [50, 60]}\n"],
+    [
+        "grid:\n  policy.name: [easy]\n  policy.name: [fcfs]\n",
+        "grid: {policy.name: [easy]}\ngrid: {workload.jobs: [50, 60]}\n",
+    ],
     ids=["a repeated axis", "a repeated grid block"],
 )
 def test_a_repeated_axis_or_grid_block_is_refused(tmp_path, capsys, text):
@@ -249,7 +280,10 @@ TUNE_TEXT = (
 @pytest.mark.parametrize(
     ("text", "start"),
     [
-        (TUNE_TEXT.replace("params:\n", "params:\n  seed: {low: 0, high: 100}\n"), "params.seed: the seed is not tuned"),
+        (
+            TUNE_TEXT.replace("params:\n", "params:\n  seed: {low: 0, high: 100}\n"),
+            "params.seed: the seed is not tuned",
+        ),
         (TUNE_TEXT + "variants: [{seed: 3}]\n", "variants[0].seed: the seed is not tuned"),
     ],
     ids=["seed as a parameter", "seed in a variant"],
@@ -262,13 +296,22 @@ def test_the_seed_is_not_a_tuning_parameter(tmp_path, capsys, text, start):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("url", ["nosuch://x", "sqlite:////no/such/folder/x.db", "postgresql://u@127.0.0.1:1/db", "journal:/no/such/folder/j.log"])
+@pytest.mark.parametrize(
+    "url",
+    ["nosuch://x", "sqlite:////no/such/folder/x.db", "postgresql://u@127.0.0.1:1/db", "journal:/no/such/folder/j.log"],
+)
 def test_a_bad_storage_url_is_a_one_line_error_naming_it(tmp_path, capsys, url):
     path = tmp_path / "tune.yaml"
     path.write_text(TUNE_TEXT)
-    assert main(["tune", "--backend", "serial", "--no-plots", "--storage", url, "--out", str(tmp_path / "out"), str(path)]) == 2
+    assert (
+        main(["tune", "--backend", "serial", "--no-plots", "--storage", url, "--out", str(tmp_path / "out"), str(path)])
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith(f"tiersweep: error: storage {url!r}: cannot open this Optuna storage (") and "Traceback" not in err
+    assert (
+        err.startswith(f"tiersweep: error: storage {url!r}: cannot open this Optuna storage (")
+        and "Traceback" not in err
+    )
     assert len(err.strip().splitlines()) == 1
 
 
@@ -350,4 +393,6 @@ def test_a_load_the_model_cannot_reach_names_the_key(tmp_path, capsys):
     out = tmp_path / "x.swf"
     assert main(["workload", "generate", "feitelson96", "--jobs", "10", "--load", "100", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tiersweep: error: workload.load: feitelson96's arrivals cannot be scaled to an offered load of 100")
+    assert err.startswith(
+        "tiersweep: error: workload.load: feitelson96's arrivals cannot be scaled to an offered load of 100"
+    )

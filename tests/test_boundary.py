@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import make_jobs
 from tiersweep.core.capabilities import MEMBERS, NODE_VMS, PLATFORM_MEMBERS, missing_members
 from tiersweep.core.engine import Engine
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import make_policy
 from tiersweep.core.workloads.cpu import annotate_cpu
-from helpers import make_jobs
 
 
 class Declared:

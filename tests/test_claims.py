@@ -23,34 +23,38 @@ from tiersweep.analysis.claims import (
     Claim,
     Estimate,
     Verdict,
+    beats_below,
+    comparison_wins,
     easy_pp_beats_easy,
+    fewer_migrations,
+    gain_point,
+    gain_range,
     gain_shrinks,
     headline,
+    holds_in_scope,
     level_ratio,
     markdown,
     most_migrations,
     outcomes,
-    vm_ratio,
-    beats_below,
-    comparison_wins,
-    fewer_migrations,
-    gain_point,
-    gain_range,
-    holds_in_scope,
     point_holds,
     range_holds,
     ratio_below,
     threshold_holds,
+    vm_ratio,
 )
 
 
-def _runs(ratios_by_load: dict[float, list[float]], metric: str = "mean_bsld", policy: str = "amcbf", baseline: str = "easy") -> pd.DataFrame:
+def _runs(
+    ratios_by_load: dict[float, list[float]], metric: str = "mean_bsld", policy: str = "amcbf", baseline: str = "easy"
+) -> pd.DataFrame:
     """Runs where ``policy``'s metric is ``ratio`` x the baseline's 100, per seed and load."""
     rows = []
     for load, ratios in ratios_by_load.items():
         for seed, ratio in enumerate(ratios):
             rows.append({"status": "ok", "policy.name": baseline, "workload.load": load, "seed": seed, metric: 100.0})
-            rows.append({"status": "ok", "policy.name": policy, "workload.load": load, "seed": seed, metric: 100.0 * ratio})
+            rows.append(
+                {"status": "ok", "policy.name": policy, "workload.load": load, "seed": seed, metric: 100.0 * ratio}
+            )
     return pd.DataFrame(rows)
 
 
@@ -86,7 +90,14 @@ def test_every_named_policy_is_measured():
 
 @pytest.mark.parametrize(
     ("held", "settings", "scope", "expected"),
-    [(6, 6, "all", True), (5, 6, "all", False), (4, 6, "most", True), (3, 6, "most", False), (1, 6, "any", True), (0, 0, "all", False)],
+    [
+        (6, 6, "all", True),
+        (5, 6, "all", False),
+        (4, 6, "most", True),
+        (3, 6, "most", False),
+        (1, 6, "any", True),
+        (0, 0, "all", False),
+    ],
 )
 def test_scopes_follow_the_papers_wording(held, settings, scope, expected):
     # "in most cases" is a strict majority: 3 of 6 is not most.
@@ -306,11 +317,15 @@ def _claim(text: str, calibrated: bool = False) -> Claim:
 def test_the_headline_counts_a_claim_by_the_row_that_follows_the_text():
     held, failed = Verdict("", 1, 1, True), Verdict("", 0, 1, False)
     measured = [
-        (_claim("a"), held), (_claim("a", True), failed),  # the text's row holds: reproduced
-        (_claim("b"), failed), (_claim("b", True), held),  # only the calibrated row holds
-        (_claim("c"), failed), (_claim("c", True), failed),  # neither
+        (_claim("a"), held),
+        (_claim("a", True), failed),  # the text's row holds: reproduced
+        (_claim("b"), failed),
+        (_claim("b", True), held),  # only the calibrated row holds
+        (_claim("c"), failed),
+        (_claim("c", True), failed),  # neither
         (_claim("d"), None),  # not run
-        (_claim("e"), None), (_claim("e", True), held),  # the text's row not run yet: awaiting
+        (_claim("e"), None),
+        (_claim("e", True), held),  # the text's row not run yet: awaiting
     ]
     assert outcomes(measured) == {
         "001: a": "reproduced",
@@ -343,8 +358,16 @@ def test_a_factor_level_against_another_is_paired_by_seed():
     for load, ratios in {0.5: _spread(0.9, 0.01), 0.9: [0.8, 1.3, 1.0]}.items():
         for seed, ratio in enumerate(ratios):
             for tiers, value in ((2, 100.0), (3, 100.0 * ratio)):
-                rows.append({"status": "ok", "policy.name": "amcbf", "platform.tiers": tiers, "workload.load": load,
-                             "seed": seed, "mean_response": value})
+                rows.append(
+                    {
+                        "status": "ok",
+                        "policy.name": "amcbf",
+                        "platform.tiers": tiers,
+                        "workload.load": load,
+                        "seed": seed,
+                        "mean_response": value,
+                    }
+                )
     runs = pd.DataFrame(rows)
     verdict = level_ratio("platform.tiers", 3, 2, "mean_response", policies=("amcbf",))(runs)
     assert (verdict.held, verdict.settings, verdict.holds) == (1, 2, False)
@@ -385,8 +408,15 @@ def test_easy_plus_plus_is_compared_with_easy_per_log_under_each_correction():
             ("last2", "request", 80.0, 6.0),
         ):
             rows.append(
-                {"status": "ok", "seed": seed, "workload.trace": "/t/CTC-SP2-1996-3.1-cln.swf.gz",
-                 "policy.prediction": prediction, "policy.correction": correction, "mean_wait": wait, "mean_bsld": bsld}
+                {
+                    "status": "ok",
+                    "seed": seed,
+                    "workload.trace": "/t/CTC-SP2-1996-3.1-cln.swf.gz",
+                    "policy.prediction": prediction,
+                    "policy.correction": correction,
+                    "mean_wait": wait,
+                    "mean_bsld": bsld,
+                }
             )
     runs = pd.DataFrame(rows)
     increments = easy_pp_beats_easy("increment")(runs)
@@ -400,8 +430,16 @@ def test_fewer_migrations_across_logs_is_paired_by_seed_per_policy_and_load():
     rows = []
     for seed, (kth, nasa) in enumerate([(0.10, 0.20), (0.12, 0.21), (0.11, 0.19)]):
         for trace, value in (("KTH-SP2", kth), ("NASA-iPSC", nasa)):
-            rows.append({"status": "ok", "seed": seed, "policy.name": "bgmbf", "workload.load": 0.5,
-                         "workload.trace": trace, "migrations_per_job": value})
+            rows.append(
+                {
+                    "status": "ok",
+                    "seed": seed,
+                    "policy.name": "bgmbf",
+                    "workload.load": 0.5,
+                    "workload.trace": trace,
+                    "migrations_per_job": value,
+                }
+            )
     across_logs = fewer_migrations("KTH-SP2", "NASA-iPSC", by=("policy.name", "workload.load"), column="workload.trace")
     verdict = across_logs(pd.DataFrame(rows))
     assert (verdict.held, verdict.settings, verdict.holds) == (1, 1, True)
@@ -410,8 +448,15 @@ def test_fewer_migrations_across_logs_is_paired_by_seed_per_policy_and_load():
 
 def test_paper_001s_vm_max_ratios_are_read_per_selector_without_an_interval():
     rows = [
-        {"status": "ok", "seed": 1, "workload.trace": "LPC-EGEE", "policy.selector": "pc-g", "platform.max": m,
-         "efficiency": e, "mean_xf": x}
+        {
+            "status": "ok",
+            "seed": 1,
+            "workload.trace": "LPC-EGEE",
+            "policy.selector": "pc-g",
+            "platform.max": m,
+            "efficiency": e,
+            "mean_xf": x,
+        }
         for m, e, x in (("1.0", 1.0, 2.0), ("[1.0, 1.0, 1.0, 0.5]", 0.99, 2.1), ("0.5", 0.6, 2.9))
     ]
     runs = pd.DataFrame(rows)
@@ -426,10 +471,10 @@ def test_the_most_migrations_of_a_run_is_a_range_claim():
     # Total migrations = per job x jobs: bgmbf at load 0.5 gives 300, 340, 320 (mean 320, t
     # interval 320 +- 4.3027 x 20 / sqrt(3) = [270.3, 369.7]); at 0.9 every seed 100 (deterministic).
     cell = {"status": "ok", "policy.name": "bgmbf", "jobs": 1000}
-    rows = [{**cell, "seed": s, "workload.load": 0.5, "migrations_per_job": v}
-            for s, v in enumerate((0.30, 0.34, 0.32))]
-    rows += [{**cell, "seed": s, "workload.load": 0.9, "migrations_per_job": 0.1}
-             for s in range(3)]
+    rows = [
+        {**cell, "seed": s, "workload.load": 0.5, "migrations_per_job": v} for s, v in enumerate((0.30, 0.34, 0.32))
+    ]
+    rows += [{**cell, "seed": s, "workload.load": 0.9, "migrations_per_job": 0.1} for s in range(3)]
     runs = pd.DataFrame(rows)
     verdict = most_migrations(350.0, 35.0)(runs)
     assert verdict.holds and "load 0.9: 100 (deterministic)" in verdict.text
@@ -440,8 +485,16 @@ def test_the_most_migrations_of_a_run_is_a_range_claim():
 # -- every row evaluates on a runs table shaped like its config ------------------------------------------
 
 _METRICS = (
-    "mean_response", "mean_bsld", "mean_wait", "utilization", "migrations_per_job", "accept_rate", "efficiency",
-    "makespan", "median_xf", "mean_xf",
+    "mean_response",
+    "mean_bsld",
+    "mean_wait",
+    "utilization",
+    "migrations_per_job",
+    "accept_rate",
+    "efficiency",
+    "makespan",
+    "median_xf",
+    "mean_xf",
 )
 
 

@@ -57,7 +57,17 @@ def test_jobs_out_csv_and_parquet_agree(tmp_path, kth_path, capsys):
     with open(tmp_path / "jobs.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 500
-    for column in ("job_id", "submit_time", "start_time", "finish_time", "size", "runtime", "wait", "bsld", "migrations"):
+    for column in (
+        "job_id",
+        "submit_time",
+        "start_time",
+        "finish_time",
+        "size",
+        "runtime",
+        "wait",
+        "bsld",
+        "migrations",
+    ):
         assert column in rows[0]
     first = rows[0]
     # Times are in the trace's own time base: KTH's first valid job is submitted at 599850.
@@ -76,7 +86,10 @@ def test_jobs_out_csv_and_parquet_agree(tmp_path, kth_path, capsys):
     [
         (["--set", "policy.name=eazy"], "policy.name: unknown value 'eazy'; valid choices: fcfs, easy"),
         (["--set", "workload.jbos=3"], "workload.jbos: unknown key"),
-        (["--set", "workload.jobs=-3"], "workload.jobs: expected an integer from 1 to 100,000,000 (a hundred million jobs need about 100 GB of memory), got -3"),
+        (
+            ["--set", "workload.jobs=-3"],
+            "workload.jobs: expected an integer from 1 to 100,000,000 (a hundred million jobs need about 100 GB of memory), got -3",
+        ),
         (["--set", "nonsense"], "expected KEY=VALUE"),
         (["--jobs-out", "jobs.txt"], "expected a .csv or .parquet"),
     ],
@@ -119,7 +132,9 @@ def test_core_and_run_import_no_heavy_library(tmp_path, kth_path):
 def test_console_script_help_lists_subcommands():
     out = subprocess.run([sys.executable, "-m", "tiersweep", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "run" in out and "bench" in out
-    out = subprocess.run([sys.executable, "-m", "tiersweep", "run", "--help"], cwd=ROOT, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "tiersweep", "run", "--help"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
     assert "xfactor_threshold" in out and "--jobs-out" in out
 
 

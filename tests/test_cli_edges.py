@@ -30,8 +30,6 @@ from tiersweep.sweep.summary import format_summary
 ROOT = Path(__file__).resolve().parents[1]
 
 
-
-
 # -- workload describe MODEL ----------------------------------------------------------------------
 
 
@@ -126,12 +124,16 @@ def test_every_invalid_cell_is_reported_with_what_to_change(tmp_path, capsys):
     assert len(lines) == 3, lines
     # AMCBF needs two tiers: only its one-tier combinations fail, so 'exclude' is the fix.
     tiers = lines[0]
-    assert tiers.startswith("tiersweep: error: cell platform.tiers=1, policy.name='amcbf', workload.load=0.6: policy.name: ")
+    assert tiers.startswith(
+        "tiersweep: error: cell platform.tiers=1, policy.name='amcbf', workload.load=0.6: policy.name: "
+    )
     assert "(also 1 more cell: platform.tiers=1, policy.name='amcbf', workload.load=0.9)" in tiers
     assert tiers.endswith("drop them with exclude: [{platform.tiers: 1, policy.name: amcbf}]")
     # A misspelt policy fails wherever it appears: the value is to change, not to exclude.
     typo = lines[1]
-    assert typo.startswith("cell platform.tiers=1, policy.name='eazy', workload.load=0.6: policy.name: unknown value 'eazy'")
+    assert typo.startswith(
+        "cell platform.tiers=1, policy.name='eazy', workload.load=0.6: policy.name: unknown value 'eazy'"
+    )
     assert "also 3 more cells" in typo and "exclude" not in typo
     assert typo.endswith("every cell with policy.name='eazy' has this error: change or drop that value in the config")
     assert lines[2] == "6 of 12 grid points are invalid (2 different errors); nothing was run"
@@ -163,14 +165,30 @@ def test_describe_a_trace_spec_with_a_model_override_describes_the_model(tmp_pat
     kth = trace_path("KTH-SP2-1996-2.1-cln.swf.gz")
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"workload: {{trace: '{kth}', jobs: 400, size_field: allocated}}\nplatform: {{nodes: 100}}\n")
-    assert main(["workload", "describe", str(spec), "--json", "--set", "workload.model=jann97", "--set", "workload.jobs=300"]) == 0
+    assert (
+        main(
+            [
+                "workload",
+                "describe",
+                str(spec),
+                "--json",
+                "--set",
+                "workload.model=jann97",
+                "--set",
+                "workload.jobs=300",
+            ]
+        )
+        == 0
+    )
     model = json.loads(capsys.readouterr().out)
     assert model["jobs"] == 300 and model["nodes"] == 100
     assert main(["workload", "describe", str(spec), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"] == 400
     # And back: a trace replaces a model (and the model-only keys).
     model_spec = tmp_path / "model.yaml"
-    model_spec.write_text("workload: {model: lublin03, preset: lublin_256, max_size: 64, jobs: 50}\nplatform: {nodes: 100}\n")
+    model_spec.write_text(
+        "workload: {model: lublin03, preset: lublin_256, max_size: 64, jobs: 50}\nplatform: {nodes: 100}\n"
+    )
     assert main(["workload", "describe", str(model_spec), "--json", "--set", f"workload.trace={kth}"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"] == 50
 
@@ -180,23 +198,39 @@ def test_describe_a_trace_spec_with_a_model_override_describes_the_model(tmp_pat
 
 def test_the_policy_line_shows_only_the_policys_parameters():
     base = {"workload": {"model": "jann97", "jobs": 200}, "seed": 1}
-    easy = summary_table(simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "migration_cost": 30}}))
+    easy = summary_table(
+        simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "migration_cost": 30}})
+    )
     lines = easy.splitlines()
     assert lines[0].startswith("workload  jann97 (") and lines[0].endswith(", 200 jobs")  # (not "None")
     assert lines[1] == "platform  nodes, 64 nodes"  # EASY never suspends: no migration cost
     assert lines[2].startswith("policy    easy, estimate")
     amcbf = summary_table(
-        simulate({**base, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf", "bg_threshold": 0.9, "migration_cost": 30}})
+        simulate(
+            {
+                **base,
+                "platform": {"nodes": 64, "tiers": 2},
+                "policy": {"name": "amcbf", "bg_threshold": 0.9, "migration_cost": 30},
+            }
+        )
     ).splitlines()
     assert amcbf[1] == "platform  nodes, 64 nodes, 2 tiers, migration cost 30 s"
     assert amcbf[2].startswith("policy    amcbf (bg_threshold=0.9), estimate")
     shared = summary_table(
-        simulate({**base, "platform": {"kind": "shared_vms", "machines": 16, "vms": 4}, "policy": {"name": "vm_backfill", "selector": "ec"}})
+        simulate(
+            {
+                **base,
+                "platform": {"kind": "shared_vms", "machines": 16, "vms": 4},
+                "policy": {"name": "vm_backfill", "selector": "ec"},
+            }
+        )
     ).splitlines()
     assert "migration_cost" not in shared[1] and shared[1].startswith("platform  shared_vms, machines=16, vms=4")
     assert shared[2].startswith("policy    vm_backfill (selector=ec), estimate")
     # Parameters at their defaults are not spelled out (EASY++'s keys on every backfilling run).
-    default = summary_table(simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "prediction": "user"}}))
+    default = summary_table(
+        simulate({**base, "platform": {"nodes": 64}, "policy": {"name": "easy", "prediction": "user"}})
+    )
     assert default.splitlines()[2].startswith("policy    easy, estimate")
 
 
@@ -222,7 +256,12 @@ def test_the_summary_prints_grid_values_as_given_when_grids_set_different_keys(t
     easy = dict(zip(header, lines[1].split()))
     bgs = dict(zip(header, lines[2].split()))
     assert (easy["policy.name"], easy["platform.tiers"], easy["platform.mpl"]) == ("easy", "2", "-")
-    assert (bgs["policy.name"], bgs["platform.tiers"], bgs["platform.mpl"], bgs["platform.kind"]) == ("bgs", "-", "2", "gang")
+    assert (bgs["policy.name"], bgs["platform.tiers"], bgs["platform.mpl"], bgs["platform.kind"]) == (
+        "bgs",
+        "-",
+        "2",
+        "gang",
+    )
     assert "." in easy["mean_wait"]  # metrics keep their number format
     # A float axis keeps its spelling: 1.0 beside 0.6, not 1.
     frame = pd.DataFrame({"workload.load": [0.6, 1.0], "seeds": [3, 3], "mean_wait": [1.0, 2.0]})

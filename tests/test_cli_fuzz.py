@@ -95,8 +95,16 @@ PATHS = ("missing file", "folder", "fifo", "under a file", "empty path")
 #: Spec keys a ``--set`` of run, sweep, tune and describe gets bad numbers for (the base specs
 #: below have a two-tier nodes platform and AMCBF, so each key applies).
 SET_KEYS = (
-    "seed", "workload.jobs", "workload.load", "workload.max_size", "workload.cpu_accuracy", "workload.cpu_prior",
-    "platform.nodes", "platform.tiers", "platform.migration_cost", "policy.bg_threshold",
+    "seed",
+    "workload.jobs",
+    "workload.load",
+    "workload.max_size",
+    "workload.cpu_accuracy",
+    "workload.cpu_prior",
+    "platform.nodes",
+    "platform.tiers",
+    "platform.migration_cost",
+    "policy.bg_threshold",
 )
 #: The numeric parameters of ``workload generate``'s model (feitelson96: the model whose
 #: parameters are plain numbers), each given bad numbers through ``--set``.
@@ -115,14 +123,20 @@ MAY_ACCEPT: dict[tuple[str, str], set[str]] = {
     ("report", "--out"): NAMES | {"missing file", "folder"},
     ("workload generate", "--out"): NAMES | {"missing file"},  # (a new file)
     **{(c, "--set seed"): {"zero", "absurd"} for c in ("run", "sweep", "tune", "workload describe")},
-    **{(c, "--set platform.migration_cost"): {"zero", "absurd", "fraction", "denormal"} for c in ("run", "sweep", "tune", "workload describe")},
+    **{
+        (c, "--set platform.migration_cost"): {"zero", "absurd", "fraction", "denormal"}
+        for c in ("run", "sweep", "tune", "workload describe")
+    },
     **{(c, "--set workload.load"): {"fraction"} for c in ("run", "sweep", "tune", "workload describe")},
     **{(c, "--set workload.cpu_accuracy"): {"zero", "denormal"} for c in ("run", "sweep", "tune", "workload describe")},
     **{(c, "--set workload.cpu_prior"): {"denormal"} for c in ("run", "sweep", "tune", "workload describe")},
     **{(c, "--set policy.bg_threshold"): {"zero", "denormal"} for c in ("run", "sweep", "tune", "workload describe")},
     # Weights and exponents of the size and repeat distributions: any positive (or, for the
     # exponents of p(n) and the sizes, any finite) number is a distribution.
-    **{("workload generate", f"--set {p}"): {"zero", "negative", "fraction", "denormal", "absurd"} for p in ("size_exponent",)},
+    **{
+        ("workload generate", f"--set {p}"): {"zero", "negative", "fraction", "denormal", "absurd"}
+        for p in ("size_exponent",)
+    },
     **{("workload generate", f"--set {p}"): {"zero", "negative", "fraction", "denormal"} for p in ("c0", "c1")},
     **{("workload generate", f"--set {p}"): {"fraction", "denormal", "absurd"} for p in ("b1", "b2", "zipf_exponent")},
     **{("workload generate", f"--set {p}"): {"fraction"} for p in ("m_s", "m_l", "mean_gap")},
@@ -164,18 +178,36 @@ def make_world(root: Path) -> World:
     spec = root / "spec.yaml"
     spec.write_text(yaml.safe_dump({"workload": model, "platform": platform, "policy": {"name": "amcbf"}}))
     sweep = root / "sweep.yaml"
-    sweep.write_text(yaml.safe_dump({"name": "s", "base": {"workload": model, "platform": platform, "policy": {"name": "amcbf"}}, "seeds": 1}))
+    sweep.write_text(
+        yaml.safe_dump(
+            {"name": "s", "base": {"workload": model, "platform": platform, "policy": {"name": "amcbf"}}, "seeds": 1}
+        )
+    )
     tune = root / "tune.yaml"
-    tune.write_text(yaml.safe_dump({
-        "name": "t", "base": {"workload": {**model, "jobs": 30}, "platform": platform, "policy": {"name": "amcbf"}},
-        "params": {"platform.migration_cost": {"low": 0, "high": 50}}, "objective": {"mean_bsld": "minimize"},
-        "seeds": 1, "trials": 1, "sampler": {"name": "random", "seed": 0},
-    }))
+    tune.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "base": {"workload": {**model, "jobs": 30}, "platform": platform, "policy": {"name": "amcbf"}},
+                "params": {"platform.migration_cost": {"low": 0, "high": 50}},
+                "objective": {"mean_bsld": "minimize"},
+                "seeds": 1,
+                "trials": 1,
+                "sampler": {"name": "random", "seed": 0},
+            }
+        )
+    )
     sampled = root / "sampled.yaml"
-    sampled.write_text(yaml.safe_dump({
-        "name": "m", "base": {"workload": {**model, "jobs": 10}, "platform": platform, "policy": {"name": "amcbf"}},
-        "sample": {"method": "morris", "n": 2, "params": {"workload.load": {"low": 0.5, "high": 1.0}}}, "seeds": 1,
-    }))
+    sampled.write_text(
+        yaml.safe_dump(
+            {
+                "name": "m",
+                "base": {"workload": {**model, "jobs": 10}, "platform": platform, "policy": {"name": "amcbf"}},
+                "sample": {"method": "morris", "n": 2, "params": {"workload.load": {"low": 0.5, "high": 1.0}}},
+                "seeds": 1,
+            }
+        )
+    )
     results = root / "results"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["sweep", str(sweep), "--backend", "serial", "--out", str(results)]) == 0
@@ -218,7 +250,11 @@ def all_cases() -> list[Case]:
         for action in value_actions(parser):
             option = name_of(action)
             if action.dest == "overrides":
-                keys = [f"--set {p}" for p in MODEL_PARAMS] if command == "workload generate" else [f"--set {k}" for k in SET_KEYS]
+                keys = (
+                    [f"--set {p}" for p in MODEL_PARAMS]
+                    if command == "workload generate"
+                    else [f"--set {k}" for k in SET_KEYS]
+                )
                 cases += [Case(command, key, kind) for key in keys for kind in NUMBERS]
                 continue
             cases += [Case(command, option, kind) for kind in [*NUMBERS, *PATHS]]
@@ -240,7 +276,9 @@ def argv_of(case: Case, world: World) -> list[str]:
         return [*argv, case.option, value]
     # A positional: the base line's first positional after the command words.
     words = len(case.command.split())
-    positionals = [i for i in range(words, len(argv)) if not argv[i].startswith("-") and not argv[i - 1].startswith("-")]
+    positionals = [
+        i for i in range(words, len(argv)) if not argv[i].startswith("-") and not argv[i - 1].startswith("-")
+    ]
     index = positionals[[a for a in value_actions(parser) if not a.option_strings].index(action)]
     argv[index] = value
     return argv
@@ -313,10 +351,17 @@ def test_every_option_of_every_command_is_fuzzed():
     for command, parser in commands().items():
         for action in value_actions(parser):
             assert (command, name_of(action)) in covered
-    assert {"run", "sweep", "tune", "report", "compact", "workload generate", "workload describe", "bench"} <= set(commands())
+    assert {"run", "sweep", "tune", "report", "compact", "workload generate", "workload describe", "bench"} <= set(
+        commands()
+    )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(case=st.sampled_from(CASES))
 def test_a_bad_argument_is_a_one_line_error(world, case):
     found, text = verdict(case, world)
@@ -413,18 +458,30 @@ def test_a_machine_too_large_for_memory_is_refused_before_it_is_built(tmp_path, 
     import time
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"workload": {"model": "jann97", "jobs": 10}, "platform": platform, "policy": {"name": policy}}))
+    spec.write_text(
+        yaml.safe_dump({"workload": {"model": "jann97", "jobs": 10}, "platform": platform, "policy": {"name": policy}})
+    )
     started = time.perf_counter()
     found, text = outcome(["run", str(spec)], tmp_path)
     assert found == "clear", text
-    assert text.startswith("tiersweep: error: platform: ") and "VMs" in text and "more than the 20,000,000" in text, text
+    assert text.startswith("tiersweep: error: platform: ") and "VMs" in text and "more than the 20,000,000" in text, (
+        text
+    )
     assert time.perf_counter() - started < 10
 
 
 def test_a_large_fat_tree_is_not_refused_for_its_slots(tmp_path):
     # Its slots are counted per server: 2 billion of them take no more memory than 8 per server.
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"workload": {"model": "jann97", "jobs": 10}, "platform": {"kind": "fat_tree", "k": 128, "slots": 4096}, "policy": {"name": "bw_fcfs"}}))
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "workload": {"model": "jann97", "jobs": 10},
+                "platform": {"kind": "fat_tree", "k": 128, "slots": 4096},
+                "policy": {"name": "bw_fcfs"},
+            }
+        )
+    )
     assert outcome(["run", str(spec)], tmp_path) == ("accepted", "")
 
 

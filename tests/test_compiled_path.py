@@ -20,14 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import trace_path
 from tiersweep.core import compiled_path, compiled_run
 from tiersweep.core.engine import Engine
 from tiersweep.core.platforms.nodes import IdleSet, Nodes
 from tiersweep.core.policies.consolidation import Amcbf
 from tiersweep.core.simulate import simulate
 from tiersweep.core.version import source_digest
-
-from conftest import trace_path
 
 #: Every policy that runs on tiered nodes, with the tier counts it accepts.
 TIERED_POLICIES = {
@@ -166,7 +165,9 @@ def test_the_run_summary_names_the_path(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("workload: {model: jann97, jobs: 40}\nplatform: {nodes: 16, tiers: 2}\npolicy: {name: amcbf}\n")
     env = {**os.environ, compiled_path.PURE_PYTHON_ENV: "1"}
-    done = subprocess.run([sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tiersweep", "run", str(spec)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert f"path: python ({compiled_path.PURE_PYTHON_ENV} is set)" in done.stdout
     if compiled_path.compiled_available():
@@ -178,7 +179,10 @@ def test_the_run_summary_names_the_path(tmp_path):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(nodes=st.integers(1, 40), steps=st.lists(st.tuples(st.sampled_from(["take", "claim", "release"]), st.integers(0, 2**16)), max_size=40))
+@given(
+    nodes=st.integers(1, 40),
+    steps=st.lists(st.tuples(st.sampled_from(["take", "claim", "release"]), st.integers(0, 2**16)), max_size=40),
+)
 def test_idle_set_kernels_keep_the_same_stack(monkeypatch, nodes, steps):
     # IdleSet.remove and extend, compiled and in Python, step by step on the same operations
     # (the environment is set afresh in each example: the fixture's scope does not matter).

@@ -17,25 +17,26 @@ contract catches broken plug-ins (it is not vacuous).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pytest
 
+from test_contract import audit_consolidation
+from test_fat_tree_contract import assert_state_matches
+from tiersweep.contract.checks import class_key, fresh_interpreter_digests
+from tiersweep.contract.platforms import PlatformContract
+from tiersweep.contract.policies import PolicyContract
 from tiersweep.core.capabilities import EMBEDDING, TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.platforms import PLATFORMS, Nodes, make_platform
 from tiersweep.core.platforms.embedders import EMBEDDERS
+from tiersweep.core.platforms.fat_tree import quantize
 from tiersweep.core.policies import POLICIES, Consolidation, make_policy
 from tiersweep.core.policies.vm_backfill import SELECTORS
 from tiersweep.core.spec import policy_runs_on, validate_platform, validate_spec
-from tiersweep.contract.platforms import PlatformContract
-from tiersweep.contract.policies import PolicyContract
-from tiersweep.contract.checks import class_key, fresh_interpreter_digests
-from test_contract import audit_consolidation
-from test_fat_tree_contract import assert_state_matches
-from tiersweep.core.platforms.fat_tree import quantize
 
 # -- configurations ------------------------------------------------------------------------------
 
@@ -46,7 +47,9 @@ from tiersweep.core.platforms.fat_tree import quantize
 #: arrivals are compressed to a load of 0.9 so that jobs queue there.
 CONFIGS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]] = {
     "nodes": [(f"tiers{t}", {"tiers": t, "migration_cost": 20.0}, {}, {}) for t in (1, 2, 3)],
-    "shared_vms": [(shares, {"machines": 25, "vms": 4, "shares": shares}, {}, {}) for shares in ("homogeneous", "heterogeneous")],
+    "shared_vms": [
+        (shares, {"machines": 25, "vms": 4, "shares": shares}, {}, {}) for shares in ("homogeneous", "heterogeneous")
+    ],
     "fat_tree": [("k4", {"k": 4, "slots": 8, "link_mbps": 1000.0}, {"bandwidth": {"mean": 100}}, {"load": 0.9})],
 }
 
@@ -193,7 +196,9 @@ def test_the_configurations_cover_tiers_shares_embedders_and_selectors():
     embedders = {cls.policy_params.get("embedder", "adaba") for cls in POLICY_CLASSES if cls.platform == "fat_tree"}
     assert embedders == set(EMBEDDERS)
     selectors = {
-        cls.policy_params.get("selector", "pc-sg") for cls in POLICY_CLASSES if cls.policy == "vm_backfill" and cls.platform == "shared_vms"
+        cls.policy_params.get("selector", "pc-sg")
+        for cls in POLICY_CLASSES
+        if cls.policy == "vm_backfill" and cls.platform == "shared_vms"
     }
     assert selectors == set(SELECTORS)
 
@@ -309,6 +314,10 @@ def test_the_contract_catches_a_policy_that_turns_jobs_away(monkeypatch, tmp_pat
 def test_the_contract_catches_a_platform_miscounting_its_free_units(monkeypatch, tmp_path_factory):
     # One unit more reported free whenever a job runs: the audit's free-count check fires.
     original = Nodes.free_count
-    monkeypatch.setattr(Nodes, "free_count", lambda self, tier=0: original(self, tier) + (-1 in self.vm_job and len(set(self.vm_job)) > 1))
+    monkeypatch.setattr(
+        Nodes,
+        "free_count",
+        lambda self, tier=0: original(self, tier) + (-1 in self.vm_job and len(set(self.vm_job)) > 1),
+    )
     with pytest.raises(AssertionError, match="free"):
         _EasyOnNodes().test_small_workloads_keep_the_contract(tmp_path_factory, "same-submit", "kill")

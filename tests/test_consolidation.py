@@ -31,6 +31,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from helpers import make_jobs
+from test_contract import POLICY_NAMES, assert_contract, audit, kth_jobs, run_counted
 from tiersweep.core.capabilities import TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
@@ -40,8 +42,6 @@ from tiersweep.core.policies import POLICIES, make_policy
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.workloads.cpu import annotate_cpu
-from helpers import make_jobs
-from test_contract import POLICY_NAMES, assert_contract, audit, kth_jobs, run_counted
 
 EFF = 0.9
 KTH_JOBS = 3000
@@ -51,6 +51,8 @@ CONSOLIDATING = ("cmcbf", "amcbf", "smcbf")
 def uses_background(name: str) -> bool:
     """Whether policy ``name`` may run jobs in background tiers (it needs them)."""
     return TIERS in POLICIES[name].requires
+
+
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -173,7 +175,9 @@ def test_consolidation_without_background_equals_its_base_policy(case, seed, pai
     for name, tiers, params in ((pair[0], 2, {"bg_threshold": 0.0}), (pair[1], 1, {})):
         jobs = make_jobs(rows, nodes)
         annotate_cpu(jobs, seed=seed)
-        Engine(jobs, Nodes(nodes, tiers, seed=seed), make_policy(name, **params), migration_cost=20.0, observer=audit).run()
+        Engine(
+            jobs, Nodes(nodes, tiers, seed=seed), make_policy(name, **params), migration_cost=20.0, observer=audit
+        ).run()
         records.append({k: v for k, v in job_records(jobs).items() if k != "tier1_duration"})
     assert_records_equal(*records, label=f"{pair}")
 
@@ -229,8 +233,6 @@ def test_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_c
     check_contract_on_tiers(name, tiers, case, seed, accuracy, usage, migration_cost, threshold)
 
 
-
-
 @pytest.mark.parametrize("name", CONSOLIDATING)
 @settings(
     max_examples=60,
@@ -263,8 +265,6 @@ def test_background_start_never_pushes_a_lower_tier_over_the_threshold():
     assert jobs[1].finish_time == approx(11.0)
 
 
-
-
 def test_amcbf_head_is_the_first_of_the_queue_and_the_background_jobs():
     # Paper 000, Algorithm 2, line 2: "j <- get the first job in Q u J_bg". Under AMCBF only
     # that head may preempt, and a background job that arrived first is the head.
@@ -283,7 +283,14 @@ def test_amcbf_head_is_the_first_of_the_queue_and_the_background_jobs():
     #         preempt: H stayed below until J and K ended.) N then takes the background VMs H left.
     # The audit observer checks the head's promise after every pass.
     jobs, policy = hand_run(
-        [(0, 1000, 1, 1000), (0, 100, 2, 100), (1, 1000, 4, 1000), (1, 1000, 3, 1000), (1, 1000, 1, 1000), (100, 1000, 1, 1000)],
+        [
+            (0, 1000, 1, 1000),
+            (0, 100, 2, 100),
+            (1, 1000, 4, 1000),
+            (1, 1000, 3, 1000),
+            (1, 1000, 1, 1000),
+            (100, 1000, 1, 1000),
+        ],
         [[0.5], [1.0, 1.0], [0.5] * 4, [0.5] * 3, [0.5], [0.5]],
         "amcbf",
         nodes=4,
@@ -299,7 +306,14 @@ def test_cmcbf_lets_a_later_queued_job_preempt_where_amcbf_does_not():
     # The same case under CMCBF (every queued or background job may preempt): at t=100 N
     # displaces J and K and starts in the foreground.
     jobs, _ = hand_run(
-        [(0, 1000, 1, 1000), (0, 100, 2, 100), (1, 1000, 4, 1000), (1, 1000, 3, 1000), (1, 1000, 1, 1000), (100, 1000, 1, 1000)],
+        [
+            (0, 1000, 1, 1000),
+            (0, 100, 2, 100),
+            (1, 1000, 4, 1000),
+            (1, 1000, 3, 1000),
+            (1, 1000, 1, 1000),
+            (100, 1000, 1, 1000),
+        ],
         [[0.5], [1.0, 1.0], [0.5] * 4, [0.5] * 3, [0.5], [0.5]],
         "cmcbf",
         nodes=4,
@@ -564,7 +578,14 @@ def test_background_dispatch_tries_tier_one_before_tier_two():
     # G (CPU 0.1) at 4: nothing open: G waits.
     log = Placements()
     jobs, _ = hand_run(
-        [(0, 1000, 1, 1000), (0, 1000, 1, 1000), (1, 1000, 1, 1000), (2, 1000, 1, 1000), (3, 1000, 1, 1000), (4, 10, 1, 10)],
+        [
+            (0, 1000, 1, 1000),
+            (0, 1000, 1, 1000),
+            (1, 1000, 1, 1000),
+            (2, 1000, 1, 1000),
+            (3, 1000, 1, 1000),
+            (4, 10, 1, 10),
+        ],
         [[0.1], [0.9], [0.1], [0.1], [0.1], [0.1]],
         "cmcbf",
         nodes=2,

@@ -22,14 +22,20 @@ generic ones are re-exported from :mod:`tiersweep.contract`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Mapping, Sequence
 from unittest import mock
 
 import numpy as np
 import pytest
 
 import tiersweep.core.policies.backfill as backfill_module
+from helpers import make_jobs
+from tiersweep.contract.audit import audit as generic_audit
+from tiersweep.contract.audit import counting_policy
+from tiersweep.contract.checks import assert_capacity_respected
+from tiersweep.contract.checks import assert_contract as generic_assert_contract
+from tiersweep.contract.workloads import SMALL_WORKLOADS
 from tiersweep.core.capabilities import TIERS
 from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import Job
@@ -38,21 +44,22 @@ from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import POLICIES, BasePolicy, Consolidation
 from tiersweep.core.policies.backfill import Conservative, Easy
 from tiersweep.core.spec import policy_runs_on
-from tiersweep.contract.workloads import SMALL_WORKLOADS
-from tiersweep.contract.checks import assert_capacity_respected
-from tiersweep.contract.audit import counting_policy
-from tiersweep.contract.checks import assert_contract as generic_assert_contract
-from tiersweep.contract.audit import audit as generic_audit
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import header_int, read_swf
-from helpers import make_jobs
 
 #: Every registered policy that runs on the ``nodes`` platform.
 POLICY_NAMES = sorted(name for name in POLICIES if policy_runs_on(name, "nodes"))
 KTH_JOBS = 3000
 
 # Re-exported for the test modules that import them from here.
-__all__ = ["POLICY_NAMES", "SMALL_WORKLOADS", "assert_capacity_respected", "counting_policy", "audit", "assert_contract"]
+__all__ = [
+    "POLICY_NAMES",
+    "SMALL_WORKLOADS",
+    "assert_capacity_respected",
+    "counting_policy",
+    "audit",
+    "assert_contract",
+]
 
 
 # -- instruments -----------------------------------------------------------------------------
@@ -202,7 +209,9 @@ def fewest_tiers(name: str) -> int:
     return 2 if TIERS in POLICIES[name].requires else 1
 
 
-def run_counted(jobs: list[Job], capacity: int, name: str, *, tiers: int | None = None, migration_cost: float = 0.0, **params) -> BasePolicy:
+def run_counted(
+    jobs: list[Job], capacity: int, name: str, *, tiers: int | None = None, migration_cost: float = 0.0, **params
+) -> BasePolicy:
     """Run ``jobs`` under a counting instance of policy ``name``, auditing every timestamp;
     return the policy.
 
@@ -230,8 +239,6 @@ def kth_jobs(kth_path, *, drop_zero_runtime: bool = False, **rules) -> tuple[lis
         records = records[records[:, 3] != 0]
     jobs, _ = jobs_from_records(records, capacity=capacity, jobs=KTH_JOBS, **rules)
     return jobs, capacity
-
-
 
 
 def test_kth_without_zero_runtimes_keeps_the_contract_with_exact_estimates(kth_path):

@@ -34,7 +34,12 @@ KTH_JOBS = 2000
 
 def spec_for(kth_path, policy: str, seed: int = 0) -> dict:
     tiers = 2 if TIERS in POLICIES[policy].requires else 1  # the consolidating members need a background tier
-    return {"seed": seed, "workload": {"trace": str(kth_path), "jobs": KTH_JOBS}, "platform": {"tiers": tiers}, "policy": {"name": policy}}
+    return {
+        "seed": seed,
+        "workload": {"trace": str(kth_path), "jobs": KTH_JOBS},
+        "platform": {"tiers": tiers},
+        "policy": {"name": policy},
+    }
 
 
 def assert_records_identical(mine: dict, theirs: dict, label: str) -> None:
@@ -94,7 +99,9 @@ def test_same_spec_same_records_in_this_and_a_fresh_interpreter(kth_path, tmp_pa
     tiny = tmp_path / "tiny.swf"
     tiny.write_text(TINY_SWF)
     specs = {f"kth-{policy}": spec_for(kth_path, policy) for policy in POLICY_NAMES}
-    specs.update({f"tiny-{policy}": {**spec_for(tiny, policy), "workload": {"trace": str(tiny)}} for policy in POLICY_NAMES})
+    specs.update(
+        {f"tiny-{policy}": {**spec_for(tiny, policy), "workload": {"trace": str(tiny)}} for policy in POLICY_NAMES}
+    )
     out = tmp_path / "child.npz"
     run_child(CHILD_SIMULATE, json.dumps(specs), str(out))
     with np.load(out) as child:

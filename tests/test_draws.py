@@ -50,10 +50,14 @@ def test_batched_draws_equal_single_draws_and_the_reference(seed, batches, singl
         is_uniform = rng.random(count) < share
         got = batched.mixed(is_uniform, UNIFORM, NORMAL)
         one_by_one = [single.uniform(*UNIFORM) if u else single.truncated_normal(*NORMAL) for u in is_uniform.tolist()]
-        expected = [reference.uniform(*UNIFORM) if u else reference.truncated_normal(*NORMAL) for u in is_uniform.tolist()]
+        expected = [
+            reference.uniform(*UNIFORM) if u else reference.truncated_normal(*NORMAL) for u in is_uniform.tolist()
+        ]
         assert got.tolist() == one_by_one == expected
         # Uniform-only batches too (the foreground overheads).
-        assert batched.uniforms(count // 3, 0.0, 0.037).tolist() == [reference.uniform(0.0, 0.037) for _ in range(count // 3)]
+        assert batched.uniforms(count // 3, 0.0, 0.037).tolist() == [
+            reference.uniform(0.0, 0.037) for _ in range(count // 3)
+        ]
         for _ in range(count // 3):
             single.uniform(0.0, 0.037)
     # Every truncated draw lies in its interval and the streams end in the same place.

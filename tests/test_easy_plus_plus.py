@@ -31,15 +31,19 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sweep_helpers import runs_frame
 from tiersweep.cli import main
+from tiersweep.contract.checks import records_digest
+from tiersweep.contract.policies import PolicyContract
+from tiersweep.contract.workloads import trace_path
 from tiersweep.core import simulate
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
@@ -48,14 +52,10 @@ from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import Backfill, make_policy
 from tiersweep.core.policies.backfill import Easy
 from tiersweep.core.policies.prediction import INCREMENTS, LastTwo
-from tiersweep.contract.policies import PolicyContract
-from tiersweep.contract.checks import records_digest
-from tiersweep.contract.workloads import trace_path
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import SWF_FIELDS
 from tiersweep.sweep.config import parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
-from sweep_helpers import runs_frame
 
 N = 10
 CTC_TRACE = "CTC-SP2-1996-3.1-cln.swf.gz"
@@ -109,7 +109,9 @@ def finished(predictor: LastTwo, user: int, runtime: float, index: int = 10_000)
 
 
 def submitted(predictor: LastTwo, user: int, request: float, index: int = 0) -> float:
-    return predictor.submitted(Job(index, index + 1, 0.0, 1, 1.0, requested_time=request, estimate=request, user_id=user))
+    return predictor.submitted(
+        Job(index, index + 1, 0.0, 1, 1.0, requested_time=request, estimate=request, user_id=user)
+    )
 
 
 def test_a_prediction_is_the_mean_of_the_users_last_two_runtimes_capped_by_the_request():
@@ -320,7 +322,13 @@ def test_a_prediction_is_never_longer_than_the_request_and_past_it_the_job_ends_
     # overrun: extend lets R (request 300, predicted 100) run 1000 s. Corrections: 160, 300
     # (capped by the request); past 500 (its request's end) it is expected to end at the next
     # instant, as a job past its estimate is without predictions: the head's shadow is "now".
-    rows = [(0, 100, 1, 300, 7), (0, 100, 1, 300, 7), (200, 1000, 6, 300, 7), (250, 100, 8, 100, 2), (600, 10, 4, 100, 3)]
+    rows = [
+        (0, 100, 1, 300, 7),
+        (0, 100, 1, 300, 7),
+        (200, 1000, 6, 300, 7),
+        (250, 100, 8, 100, 2),
+        (600, 10, 4, 100, 3),
+    ]
     policy = make_policy("easy", prediction="last2")
     seen = {}
 
@@ -398,7 +406,9 @@ def test_the_new_keys_are_checked_and_fcfs_takes_none():
 # -- against EASY and EASY++ written out from the definitions --------------------------------------
 
 
-def reference_easy(jobs: Sequence[Job], nodes: int, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> list[float]:
+def reference_easy(
+    jobs: Sequence[Job], nodes: int, prediction: str = "user", order: str = "fcfs", correction: str = "increment"
+) -> list[float]:
     """Start times of EASY (``prediction: user``) or EASY with predictions, one full pass after
     every timestamp at which something happened (finishes, then arrivals), from the jobs'
     submit times, sizes, runtimes, estimates (requests) and user ids.
@@ -456,7 +466,11 @@ def reference_easy(jobs: Sequence[Job], nodes: int, prediction: str = "user", or
                 else:
                     first.setdefault(i, planned[i])
                     made = steps.get(i, 0)
-                    grown = min(jobs[i].estimate, first[i] + INCREMENTS[made]) if made < len(INCREMENTS) else jobs[i].estimate
+                    grown = (
+                        min(jobs[i].estimate, first[i] + INCREMENTS[made])
+                        if made < len(INCREMENTS)
+                        else jobs[i].estimate
+                    )
                     steps[i] = made + 1
                 end += grown - planned[i]
                 planned[i] = grown
@@ -500,8 +514,8 @@ def tiersweep_starts(jobs: list[Job], nodes: int, policy: str = "easy", **params
 
 def trace_jobs(name: str, count: int, **rules) -> tuple[list[Job], int]:
     """The first ``count`` jobs of a log, through the workload rules, and its machine size."""
-    from tiersweep.core.workloads.build import build_workload
     from tiersweep.core.spec import validate_spec
+    from tiersweep.core.workloads.build import build_workload
 
     spec = validate_spec({"workload": {"trace": str(trace_path(name)), "jobs": count, **rules}})
     built = build_workload(spec["workload"], seed=1, nodes=None)
@@ -601,7 +615,10 @@ def test_random_workloads_as_written_out_and_through_the_generic_profile(workloa
 
 
 def test_the_same_spec_gives_the_same_schedule_in_another_interpreter():
-    spec = {"workload": {"trace": str(trace_path(KTH_TRACE)), "jobs": 2000}, "policy": {"name": "selective", **EASY_PLUS_PLUS}}
+    spec = {
+        "workload": {"trace": str(trace_path(KTH_TRACE)), "jobs": 2000},
+        "policy": {"name": "selective", **EASY_PLUS_PLUS},
+    }
     mine = records_digest(simulate(spec).jobs)
     assert records_digest(simulate(spec).jobs) == mine
     code = (
@@ -609,7 +626,9 @@ def test_the_same_spec_gives_the_same_schedule_in_another_interpreter():
         "print(records_digest(simulate(json.loads(sys.argv[1])).jobs))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    theirs = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, env=env, check=True)
+    theirs = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, env=env, check=True
+    )
     assert theirs.stdout.strip() == mine
 
 

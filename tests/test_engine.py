@@ -21,13 +21,13 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
+from helpers import make_jobs
 from tiersweep.core.capabilities import NODE_VMS
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import PlatformError, PolicyError
 from tiersweep.core.jobs import FINISHED, RUNNING
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import BasePolicy, Start, Suspend, make_policy
-from helpers import make_jobs
 
 
 class StartInOrder(BasePolicy):
@@ -167,7 +167,9 @@ def test_starting_on_a_busy_named_node_is_a_policy_error():
     # A policy that names nodes without saying it needs them gets a clear error, not a guess:
     # one-tier nodes then count free nodes only.
     SameNodes.requires = frozenset()
-    with pytest.raises(PolicyError, match=r"'same-nodes'.*job 1\b.*names nodes, but the policy does not require node_vms"):
+    with pytest.raises(
+        PolicyError, match=r"'same-nodes'.*job 1\b.*names nodes, but the policy does not require node_vms"
+    ):
         Engine(make_jobs([(0, 100, 1, 100)], 10), Nodes(10), SameNodes()).run()
 
 
@@ -179,7 +181,11 @@ def test_counting_free_nodes_and_tracking_ids_give_identical_schedules(kth_path,
     # The schedule must not depend on which.
     from tiersweep.core.simulate import simulate
 
-    spec = {"workload": {"trace": str(kth_path), "jobs": 5000}, "platform": {"tiers": tiers}, "policy": {"name": "easy"}}
+    spec = {
+        "workload": {"trace": str(kth_path), "jobs": 5000},
+        "platform": {"tiers": tiers},
+        "policy": {"name": "easy"},
+    }
     counted = simulate(spec)
     tracked = simulate(spec, record_segments=True)
     for column in counted.jobs:
@@ -197,7 +203,6 @@ def test_suspending_a_job_that_is_not_running_is_a_policy_error():
     jobs = make_jobs([(0, 10, 2, 10)], 10)
     with pytest.raises(PolicyError, match=r"'suspend-queued'.*job 1\b.*not running"):
         Engine(jobs, Nodes(10), SuspendQueued()).run()
-
 
 
 LookAlike = namedtuple("LookAlike", "job")
@@ -455,5 +460,8 @@ def test_a_move_on_a_platform_without_moves_is_a_policy_error():
 
     platform = make_platform("shared_vms", {"machines": 2, "vms": 2})
     jobs = make_jobs([(0, 100, 2, 100)], 4)
-    with pytest.raises(PolicyError, match=r"cannot move job 1: platform 'shared_vms' cannot move running jobs \(no 'moves' capability\)"):
+    with pytest.raises(
+        PolicyError,
+        match=r"cannot move job 1: platform 'shared_vms' cannot move running jobs \(no 'moves' capability\)",
+    ):
         Engine(jobs, platform, MoveIt()).run()

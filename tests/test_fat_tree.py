@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiersweep.core.decisions import Reject, Start
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
@@ -69,7 +70,6 @@ from tiersweep.core.platforms.fat_tree import (
     quantize,
 )
 from tiersweep.core.policies.embedding import BwReject
-from tiersweep.core.decisions import Reject, Start
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth
@@ -436,13 +436,22 @@ def test_spec_keys_and_policy_platform_pairing():
     workload, fat_tree = {"model": "jann97"}, {"kind": "fat_tree"}
     spec = validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbf"}})
     assert spec["platform"] == {
-        "kind": "fat_tree", "migration_cost": 20.0, "k": 6, "slots": 8, "link_mbps": 1000.0, "bandwidth_check": "hose"
+        "kind": "fat_tree",
+        "migration_cost": 20.0,
+        "k": 6,
+        "slots": 8,
+        "link_mbps": 1000.0,
+        "bandwidth_check": "hose",
     }
     assert spec["policy"] == {"name": "bgmbf", "embedder": "adaba"}
     sdf = validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "bgmbfsdf"}})
     assert sdf["policy"] == {"name": "bgmbfsdf", "embedder": "adaba", "duration": "estimate"}
-    with pytest.raises(SpecError, match=r"^platform.bandwidth_check: unknown value 'pipe'; valid choices: hose, per_server"):
-        validate_spec({"workload": workload, "platform": {**fat_tree, "bandwidth_check": "pipe"}, "policy": {"name": "sbf"}})
+    with pytest.raises(
+        SpecError, match=r"^platform.bandwidth_check: unknown value 'pipe'; valid choices: hose, per_server"
+    ):
+        validate_spec(
+            {"workload": workload, "platform": {**fat_tree, "bandwidth_check": "pipe"}, "policy": {"name": "sbf"}}
+        )
     with pytest.raises(SpecError, match=r"^policy.duration: unknown value 'oracle'; valid choices: estimate, exact"):
         validate_spec({"workload": workload, "platform": fat_tree, "policy": {"name": "sdf", "duration": "oracle"}})
     with pytest.raises(SpecError, match=r"^policy.duration: unknown key; valid keys: embedder, name"):
@@ -458,7 +467,9 @@ def test_spec_keys_and_policy_platform_pairing():
     )
     with pytest.raises(SpecError, match=message):
         validate_spec({"workload": workload, "platform": fat_tree})
-    with pytest.raises(SpecError, match=r"^policy.name: policy 'bgmbf' needs 'embedding' .* platform 'nodes' with tiers: 1"):
+    with pytest.raises(
+        SpecError, match=r"^policy.name: policy 'bgmbf' needs 'embedding' .* platform 'nodes' with tiers: 1"
+    ):
         validate_spec({"workload": workload, "policy": {"name": "bgmbf"}})
 
 
@@ -493,6 +504,7 @@ def test_tiersweep_run_on_the_fat_tree(tmp_path, kth_path):
         "platform: {kind: fat_tree, k: 6, slots: 8, link_mbps: 1000}\n"
         "policy: {name: bgmbf, embedder: adaba}\n"
     )
+
     def tiersweep(*args):
         command = [sys.executable, "-m", "tiersweep", *args]
         return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)

@@ -40,6 +40,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tiersweep.contract.audit import counting_policy
+from tiersweep.contract.checks import assert_jobs_lifecycle
 from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import FINISHED, REJECTED, Job
 from tiersweep.core.metrics import job_records, run_metrics
@@ -62,8 +64,6 @@ from tiersweep.core.policies.embedding import Bgmbf, BwReject, _PriorityOrder
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec
 from tiersweep.core.workloads.build import build_workload
-from tiersweep.contract.checks import assert_jobs_lifecycle
-from tiersweep.contract.audit import counting_policy
 
 FAT_TREE_POLICIES = sorted(name for name in POLICIES if policy_runs_on(name, "fat_tree"))
 EMBEDDER_NAMES = sorted(EMBEDDERS)
@@ -155,7 +155,9 @@ def test_the_reference_agrees_with_hand_computed_loads():
     # max(4, 4) = 4, pod 1 (edge 3) 3.
     topo = FatTree(k=6, bandwidth_check="per_server").topo
     used, _ = reference_usage(topo, [(placement, 15, 50.0)])
-    assert {link: u for link, u in enumerate(used) if u} == dict(per_server_loads(topo, placement.counts, 15, 50.0, 3, 5))
+    assert {link: u for link, u in enumerate(used) if u} == dict(
+        per_server_loads(topo, placement.counts, 15, 50.0, 3, 5)
+    )
     assert sum(used) == 50.0 * (4 + 4 + 4 + 3 + 4 + 4 + 3 + 4 + 3)
 
 
@@ -323,7 +325,9 @@ def test_could_ever_fit_is_exact_on_the_idle_tree(k, slots, check):
     if check == "hose":
         # Hand cases, k = 6: 16 VMs of 250 Mbps (t = 4): 12 below one edge switch + 4 = 16:
         # yes; 25 VMs: 12 + 4 < 25 and 6 pods x 4 = 24 < 25: no. 600 Mbps (t = 1): 8 + 1 = 9.
-        assert could_ever_fit(topo, 16, 250.0) and not could_ever_fit(topo, 25, 250.0) and could_ever_fit(topo, 24, 250.0)
+        assert (
+            could_ever_fit(topo, 16, 250.0) and not could_ever_fit(topo, 25, 250.0) and could_ever_fit(topo, 24, 250.0)
+        )
         assert could_ever_fit(topo, 9, 600.0) and not could_ever_fit(topo, 10, 600.0)
     else:
         # 54 servers, t VMs on each: 600 Mbps (t = 1): 54 VMs, not 55; 500 Mbps (t = 2): 108.

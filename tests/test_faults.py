@@ -17,10 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tiersweep.sweep.config import load_sweep_config
-from tiersweep.sweep.driver import run_sweep
-from tiersweep.sweep.folder_lock import FolderBusyError, FolderLock
-from tiersweep.sweep.store import compact, read_jobs, read_table
 from test_sweep_resume import (
     BASE,
     DEADLINE_SECONDS,
@@ -34,6 +30,10 @@ from test_sweep_resume import (
     wait_for_parts,
     write_config,
 )
+from tiersweep.sweep.config import load_sweep_config
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.folder_lock import FolderBusyError, FolderLock
+from tiersweep.sweep.store import compact, read_jobs, read_table
 
 
 # -- a full disk ---------------------------------------------------------------------------------
@@ -42,7 +42,9 @@ def small_disk(tmp_path):
     """A 160 KiB tmpfs at ``tmp_path / "disk"``, and a way to grow it: ``grow(kib)``."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip() or done.returncode}")
 
@@ -57,7 +59,9 @@ def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, smal
     # Reported: the runs file was written before the jobs file; when the jobs write failed the
     # cells counted as stored and a re-run never wrote their per-job records.
     disk, grow = small_disk
-    config = load_sweep_config(write_config(tmp_path, "full", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE))
+    config = load_sweep_config(
+        write_config(tmp_path, "full", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE)
+    )
     with pytest.raises(OSError):  # ENOSPC: the per-job records of a batch do not fit
         run_sweep(config, disk, backend="serial", with_jobs=True, progress=False)
     root = disk / "full"
@@ -75,7 +79,9 @@ def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, smal
     assert sorted(runs["cell_id"]) == sorted(c.cell_id for c in outcome.cells)
     per_cell = jobs.groupby("cell_id").size()
     for cell_id, count in zip(runs["cell_id"], runs["jobs"]):
-        assert per_cell.get(cell_id, 0) == count, f"cell {cell_id}: {per_cell.get(cell_id, 0)} job records for {count} jobs"
+        assert per_cell.get(cell_id, 0) == count, (
+            f"cell {cell_id}: {per_cell.get(cell_id, 0)} job records for {count} jobs"
+        )
 
 
 # -- compaction ---------------------------------------------------------------------------------
@@ -134,7 +140,9 @@ def test_a_second_driver_on_the_same_folder_is_refused_and_every_cell_is_stored_
     config = write_config(tmp_path, "twice", seeds=4, base=BASE)
     out = tmp_path / "out"
     root = out / "twice"
-    first = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "first", batch_seconds=0.1)
+    first = start_tiersweep(
+        ["sweep", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "first", batch_seconds=0.1
+    )
     try:
         wait_for_parts(first, root / "runs", 1, tmp_path / "first")
         second = start_tiersweep(["sweep", str(config), "--out", str(out), "--backend", "serial"], tmp_path / "second")
@@ -155,7 +163,11 @@ def test_a_lock_left_by_a_killed_driver_is_not_stale(tmp_path):
     # The lock is the operating system's: it goes with its holder, however the holder ends.
     root = tmp_path / "folder"
     holder = subprocess.Popen(
-        ["python", "-c", f"from tiersweep.sweep.folder_lock import FolderLock\nimport time\nwith FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)"],
+        [
+            "python",
+            "-c",
+            f"from tiersweep.sweep.folder_lock import FolderLock\nimport time\nwith FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)",
+        ],
         stdout=subprocess.PIPE,
     )
     try:
@@ -221,9 +233,17 @@ def test_an_axis_extended_with_values_of_another_type_is_refused_before_anything
     root = out / first.name
     files = sorted(p.name for p in (root / "runs").iterdir())
     wider = load_sweep_config(
-        write_config(tmp_path, first.name, grid={"policy.name": ["smcbf"], "policy.xfactor_threshold": [10, "adaptive"]}, seeds=1, base=BASE)
+        write_config(
+            tmp_path,
+            first.name,
+            grid={"policy.name": ["smcbf"], "policy.xfactor_threshold": [10, "adaptive"]},
+            seeds=1,
+            base=BASE,
+        )
     )
-    with pytest.raises(SpecError, match=r"policy.xfactor_threshold: .* stores this column as number, but the grid now also has text"):
+    with pytest.raises(
+        SpecError, match=r"policy.xfactor_threshold: .* stores this column as number, but the grid now also has text"
+    ):
         run_sweep(wider, out, backend="serial", progress=False)
     assert sorted(p.name for p in (root / "runs").iterdir()) == files  # nothing ran, nothing written
     assert len(pd.read_parquet(root / "runs")) == 1
@@ -234,9 +254,19 @@ def test_a_text_column_takes_numbers_later_and_every_reader_accepts_the_folder(t
     out = tmp_path / "out"
     name = "text"
     grid = {"policy.name": ["smcbf"], "policy.xfactor_threshold": ["adaptive"]}
-    run_sweep(load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)), out, backend="serial", progress=False)
+    run_sweep(
+        load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)),
+        out,
+        backend="serial",
+        progress=False,
+    )
     grid["policy.xfactor_threshold"] = ["adaptive", 10]
-    outcome = run_sweep(load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)), out, backend="serial", progress=False)
+    outcome = run_sweep(
+        load_sweep_config(write_config(tmp_path, name, grid=grid, seeds=1, base=BASE)),
+        out,
+        backend="serial",
+        progress=False,
+    )
     assert (outcome.computed, outcome.stored_before) == (1, 1)
     frame = pd.read_parquet(out / name / "runs")
     assert sorted(frame["policy.xfactor_threshold"]) == ["10.0", "adaptive"]  # as validated (a number)
@@ -272,7 +302,9 @@ def test_the_report_of_a_trace_sweep_with_per_job_records_needs_no_node_count(tm
     from tiersweep.analysis.report import write_report
 
     base = {"workload": {"trace": str(kth_path), "jobs": 200}}
-    config = load_sweep_config(write_config(tmp_path, "tracejobs", grid={"policy.name": ["easy", "fcfs"]}, seeds=1, base=base))
+    config = load_sweep_config(
+        write_config(tmp_path, "tracejobs", grid={"policy.name": ["easy", "fcfs"]}, seeds=1, base=base)
+    )
     run_sweep(config, tmp_path / "out", backend="serial", with_jobs=True, progress=False)
     page = write_report(tmp_path / "out" / "tracejobs", tmp_path / "report")
     assert page.exists() and "occupancy_" in page.read_text()
@@ -310,7 +342,9 @@ def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
     return [pid for pid in pids if _alive(pid)]
 
 
-@pytest.mark.parametrize("backend", ["serial", "process", pytest.param("ray", marks=pytest.mark.slow)])  # Ray starts in ~5 s
+@pytest.mark.parametrize(
+    "backend", ["serial", "process", pytest.param("ray", marks=pytest.mark.slow)]
+)  # Ray starts in ~5 s
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tmp_path, how, backend):
     # Reported: after SIGKILL or SIGTERM of the driver, process-backend workers and the resource
@@ -349,7 +383,11 @@ def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tm
 def _tune_raw(name: str, trials: int) -> dict:
     return {
         "name": name,
-        "base": {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
+        "base": {
+            "workload": {"model": "jann97", "jobs": 300},
+            "platform": {"nodes": 64, "tiers": 2},
+            "policy": {"name": "amcbf"},
+        },
         "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}},
         "objective": {"mean_bsld": "minimize"},
         "seeds": 1,
@@ -375,15 +413,17 @@ def test_a_second_tuner_on_the_same_study_folder_is_refused(tmp_path):
     finally:
         holder.__exit__(None, None, None)
     message = output_of(tmp_path / "second")
-    assert f"in use by `tiersweep tune` (pid {os.getpid()} on host" in message and "Traceback" not in message, message[-2000:]
+    assert f"in use by `tiersweep tune` (pid {os.getpid()} on host" in message and "Traceback" not in message, message[
+        -2000:
+    ]
 
 
 def test_a_running_trial_is_adopted_only_once_its_tuner_is_gone(tmp_path):
     import optuna
 
+    from tiersweep.sweep.reaper import start_time
     from tiersweep.sweep.tune import OWNER, run_tuning
     from tiersweep.sweep.tune_config import parse_tune_config
-    from tiersweep.sweep.reaper import start_time
 
     out = tmp_path / "out"
     first = run_tuning(parse_tune_config(_tune_raw("own", 2)), out, backend="serial", progress=False)
@@ -426,8 +466,8 @@ def _stored_small_sweep(tmp_path, out, with_jobs=False):
 
 @pytest.mark.parametrize("table", ["runs", "jobs"])
 def test_a_corrupt_part_file_is_a_one_line_error_naming_it_and_the_recovery(tmp_path, capsys, table):
-    from tiersweep.cli import main
     from tiersweep.analysis import load
+    from tiersweep.cli import main
 
     path, argv = _stored_small_sweep(tmp_path, tmp_path / "out", with_jobs=True)
     part = sorted((tmp_path / "out" / "small" / table).glob("part-*.parquet"))[0]
@@ -482,10 +522,14 @@ def test_a_read_only_results_folder_with_nothing_to_compute_is_left_untouched(tm
         assert "0 computed now" in out and "4 already stored" in out
         assert {p: p.stat().st_mtime_ns for p in (disk / "small").rglob("*")} == before
         # A cell to compute in a read-only folder is one line naming the folder, before running.
-        bigger = write_config(tmp_path, "small", grid={"policy.name": ["easy", "fcfs", "conservative"]}, seeds=2, base=BASE)
+        bigger = write_config(
+            tmp_path, "small", grid={"policy.name": ["easy", "fcfs", "conservative"]}, seeds=2, base=BASE
+        )
         assert main(argv[:-1] + [str(bigger)]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"tiersweep: error: {disk / 'small'}: cannot store results here") and "Traceback" not in err
+        assert (
+            err.startswith(f"tiersweep: error: {disk / 'small'}: cannot store results here") and "Traceback" not in err
+        )
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
 
@@ -519,7 +563,9 @@ def test_out_pointing_at_a_file_is_a_one_line_error(tmp_path, capsys):
     afile.write_text("notes")
     assert main(["sweep", "--backend", "serial", "--out", str(afile), str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"tiersweep: error: --out: cannot make the folder {afile / 'small'}: {afile} is a file, not a folder")
+    assert err.startswith(
+        f"tiersweep: error: --out: cannot make the folder {afile / 'small'}: {afile} is a file, not a folder"
+    )
     assert afile.read_text() == "notes"
 
 

@@ -24,7 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import trace_path
+from helpers import make_jobs
 from tiersweep.cli import main
+from tiersweep.contract.audit import run_spec
+from tiersweep.contract.checks import assert_records_identical, assert_run_contract
+from tiersweep.contract.workloads import small_workload_spec
 from tiersweep.core import simulate
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
@@ -32,11 +37,6 @@ from tiersweep.core.platforms import make_platform
 from tiersweep.core.platforms.gang import Gang
 from tiersweep.core.policies import make_policy
 from tiersweep.core.spec import validate_spec
-from tiersweep.contract.checks import assert_records_identical, assert_run_contract
-from tiersweep.contract.audit import run_spec
-from tiersweep.contract.workloads import small_workload_spec
-from helpers import make_jobs
-from conftest import trace_path
 
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
 CTC = "CTC-SP2-1996-3.1-cln.swf.gz"
@@ -55,7 +55,14 @@ def run(rows, policy, *, nodes=10, mpl=2, quantum=8.0, switch_cost=1.0, migratio
                 history.append((sim.now, job.rate))
 
     platform = Gang(nodes, mpl, quantum=quantum, switch_cost=switch_cost)
-    engine = Engine(jobs, platform, make_policy(policy, **params), migration_cost=migration_cost, observer=observe, record_segments=record)
+    engine = Engine(
+        jobs,
+        platform,
+        make_policy(policy, **params),
+        migration_cost=migration_cost,
+        observer=observe,
+        record_segments=record,
+    )
     engine.run()
     return jobs, engine, seen
 
@@ -166,7 +173,11 @@ def test_one_row_is_fcfs_and_easy_exactly_on_real_logs(log, gang_policy, twin):
 @pytest.mark.parametrize("policy", ["gs", "bgs"])
 @pytest.mark.parametrize("mpl", [2, 3])
 def test_counting_free_columns_gives_the_same_schedules_as_tracking_them(policy, mpl):
-    spec = {"workload": {"trace": str(trace_path(KTH)), "jobs": 2000}, "platform": {"kind": "gang", "mpl": mpl}, "policy": {"name": policy}}
+    spec = {
+        "workload": {"trace": str(trace_path(KTH)), "jobs": 2000},
+        "platform": {"kind": "gang", "mpl": mpl},
+        "policy": {"name": policy},
+    }
     counted = simulate(spec)  # no segments: the platform counts free columns per row
     tracked = simulate(spec, record_segments=True)  # segments name the columns: ids are tracked
     assert_records_identical(counted.jobs, tracked.jobs, f"{policy} with mpl {mpl}")
@@ -211,7 +222,9 @@ def test_mgs_empties_a_row_by_migrating_a_job():
     # B's there): it migrates (restoring until 220) and row 0 is idle: one busy row, rate 1.
     #   B: 100 done at 200, 900 left at rate 1                            -> finishes at 1100
     #   C: 100 done at 200, restoring until 220, 900 left at rate 1       -> finishes at 1120
-    jobs, engine, seen = run([(0, 100, 6, 100), (0, 1000, 8, 1000), (0, 1000, 2, 1000)], "mgs", switch_cost=0.0, migration_cost=20.0)
+    jobs, engine, seen = run(
+        [(0, 100, 6, 100), (0, 1000, 8, 1000), (0, 1000, 2, 1000)], "mgs", switch_cost=0.0, migration_cost=20.0
+    )
     assert finishes(jobs) == [200.0, 1100.0, 1120.0]
     assert [job.migrations for job in jobs] == [0, 0, 1]
     assert jobs[2].tier_time == [200.0, 920.0]
@@ -224,10 +237,15 @@ def test_mgs_moves_a_job_onto_its_own_columns_for_free():
     # As above, but B takes columns 0-5 only: C's columns 6-7 are free in row 1, so the move is
     # a change of time slot, not a migration: no restore, no count.
     #   B and C: 100 done at 200, 900 left at rate 1 -> both finish at 1100
-    jobs, engine, _ = run([(0, 100, 6, 100), (0, 1000, 6, 1000), (0, 1000, 2, 1000)], "mgs", switch_cost=0.0, migration_cost=20.0)
+    jobs, engine, _ = run(
+        [(0, 100, 6, 100), (0, 1000, 6, 1000), (0, 1000, 2, 1000)], "mgs", switch_cost=0.0, migration_cost=20.0
+    )
     assert finishes(jobs) == [200.0, 1100.0, 1100.0]
     assert [job.migrations for job in jobs] == [0, 0, 0]
-    assert [s for s in engine.segments if s[0] == 3] == [(3, 0, 0.0, 200.0, (6, 7), "move"), (3, 1, 200.0, 1100.0, (6, 7), "finish")]
+    assert [s for s in engine.segments if s[0] == 3] == [
+        (3, 0, 0.0, 200.0, (6, 7), "move"),
+        (3, 1, 200.0, 1100.0, (6, 7), "finish"),
+    ]
 
 
 def test_mgs_makes_room_for_the_head():
@@ -250,7 +268,13 @@ def test_mgs_makes_room_for_the_head():
 
 
 def test_mgs_without_compaction_leaves_rows_as_they_are():
-    jobs, _, _ = run([(0, 100, 6, 100), (0, 1000, 8, 1000), (0, 1000, 2, 1000)], "mgs", switch_cost=0.0, migration_cost=20.0, compact=False)
+    jobs, _, _ = run(
+        [(0, 100, 6, 100), (0, 1000, 8, 1000), (0, 1000, 2, 1000)],
+        "mgs",
+        switch_cost=0.0,
+        migration_cost=20.0,
+        compact=False,
+    )
     assert [job.migrations for job in jobs] == [0, 0, 0]
     # C stays in row 0: two busy rows to the end, so B and C run at 1/2 throughout.
     assert finishes(jobs) == [200.0, 2000.0, 2000.0]
@@ -310,7 +334,14 @@ def test_mgs_never_overfills_a_row(tmp_path_factory, rows, mpl, migration_cost, 
     for gap, runtime, size, ratio in rows:
         submit += gap
         table.append((submit, runtime, size, max(1, round(runtime * ratio))))
-    platform = {"kind": "gang", "nodes": 10, "mpl": mpl, "quantum": 8.0, "switch_cost": 1.0, "migration_cost": migration_cost}
+    platform = {
+        "kind": "gang",
+        "nodes": 10,
+        "mpl": mpl,
+        "quantum": 8.0,
+        "switch_cost": 1.0,
+        "migration_cost": migration_cost,
+    }
     policy = {"name": "mgs", "packing": packing, "compact": compact}
     spec = small_workload_spec(tmp_path_factory.getbasetemp(), "mgs-random", table, platform, policy, scale=False)
     result = run_spec(spec, extra_audit=_cells_agree)

@@ -12,7 +12,12 @@ NODES = 30
 
 
 @settings(max_examples=200, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["take", "free", "remove"]), st.integers(0, NODES), st.integers(0, 2**16)), max_size=40))
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["take", "free", "remove"]), st.integers(0, NODES), st.integers(0, 2**16)),
+        max_size=40,
+    )
+)
 def test_idle_set_tracks_exactly_the_idle_nodes(ops):
     idle, truth = IdleSet(NODES), set(range(NODES))
     assert idle.take(3).tolist() == [0, 1, 2]  # an empty machine hands out 0, 1, 2, ... first

@@ -39,9 +39,7 @@ def expit(x: float) -> float:
 
 def runs(values: list[float], metric: str = "m", policy: str = "a") -> pd.DataFrame:
     """One ok row per value, seeds 1, 2, ..."""
-    return pd.DataFrame(
-        {"policy.name": policy, "seed": range(1, len(values) + 1), "status": "ok", metric: values}
-    )
+    return pd.DataFrame({"policy.name": policy, "seed": range(1, len(values) + 1), "status": "ok", metric: values})
 
 
 # -- positive metrics: the modified Cox interval ----------------------------------------------
@@ -109,7 +107,9 @@ def test_the_level_argument_is_used():
     centre, root = ln2 + ln2**2 / 2, math.sqrt(ln2**2 / 3 + ln2**4 / 4)
     low, high = mean_interval([1.0, 2.0, 4.0], level=0.90)
     assert (low, high) == pytest.approx((math.exp(centre - T_95_2 * root), math.exp(centre + T_95_2 * root)))
-    assert summary(runs([1.0, 2.0, 4.0]), by=["policy.name"], metrics=["m"], level=0.90).iloc[0]["m_ci_low"] == pytest.approx(low)
+    assert summary(runs([1.0, 2.0, 4.0]), by=["policy.name"], metrics=["m"], level=0.90).iloc[0][
+        "m_ci_low"
+    ] == pytest.approx(low)
 
 
 def test_positive_intervals_stay_positive_and_contain_the_mean():
@@ -127,9 +127,14 @@ def test_positive_intervals_stay_positive_and_contain_the_mean():
 
 
 def test_all_zeros_give_zero_and_some_zeros_stay_above_zero():
-    frame = pd.concat([runs([0.0, 0.0, 0.0], "migrations_per_job", "easy"), runs([0.0, 0.1, 0.2], "migrations_per_job", "amcbf")])
+    frame = pd.concat(
+        [runs([0.0, 0.0, 0.0], "migrations_per_job", "easy"), runs([0.0, 0.1, 0.2], "migrations_per_job", "amcbf")]
+    )
     table = summary(frame, by=["policy.name"], metrics=["migrations_per_job"]).set_index("policy.name")
-    assert (table.loc["easy", "migrations_per_job_ci_low"], table.loc["easy", "migrations_per_job_ci_high"]) == (0.0, 0.0)
+    assert (table.loc["easy", "migrations_per_job_ci_low"], table.loc["easy", "migrations_per_job_ci_high"]) == (
+        0.0,
+        0.0,
+    )
     # 0, 0.1, 0.2: mean 0.1, s 0.1; on the log scale of the mean, half-width
     # t(0.975, 2) * s / (mean * sqrt(3)) = 4.302653 / sqrt(3) = 2.484138:
     # 0.1 * exp(-+ 2.484138) = [0.008340, 1.199078]. (Student's t: [-0.148, 0.348].)
@@ -167,7 +172,16 @@ def test_fractions_at_their_bounds():
 
 
 def test_which_metrics_are_fractions():
-    for name in ("utilization", "accept_rate", "efficiency", "occupancy", "tier0_share", "tier2_share", "util_at_occ_40", "time_at_occ_100"):
+    for name in (
+        "utilization",
+        "accept_rate",
+        "efficiency",
+        "occupancy",
+        "tier0_share",
+        "tier2_share",
+        "util_at_occ_40",
+        "time_at_occ_100",
+    ):
         assert metric_scale(name) == "unit", name
     for name in ("mean_wait", "mean_bsld", "migrations_per_job", "makespan", "p90_xf"):
         assert metric_scale(name) is None, name
@@ -179,7 +193,9 @@ def test_a_metric_that_can_be_negative_keeps_the_t_interval():
     assert mean_interval([-1.0, 1.0, 3.0]) == pytest.approx((1 - half, 1 + half))
     # Declared "real", a positive sample keeps Student's t too.
     row = summary(runs([1.0, 2.0, 3.0], "gain"), by=["policy.name"], metrics=["gain"], scales={"gain": "real"}).iloc[0]
-    assert (row["gain_ci_low"], row["gain_ci_high"]) == pytest.approx((2 - T_975_2 / math.sqrt(3), 2 + T_975_2 / math.sqrt(3)))
+    assert (row["gain_ci_low"], row["gain_ci_high"]) == pytest.approx(
+        (2 - T_975_2 / math.sqrt(3), 2 + T_975_2 / math.sqrt(3))
+    )
     with pytest.raises(ValueError, match="scale"):
         mean_interval([1.0, 2.0], scale="log")
 
@@ -201,7 +217,9 @@ def test_the_issues_ratio_example_stays_positive():
     assert t_interval(ratios) == pytest.approx((-62.86, 107.66), abs=0.01)
     d = math.log(ratios[1] / ratios[0]) / 2
     geometric = math.sqrt(ratios[0] * ratios[1])
-    assert ratio_interval(ratios) == pytest.approx((geometric, geometric * math.exp(-T_975_1 * d), geometric * math.exp(T_975_1 * d)))
+    assert ratio_interval(ratios) == pytest.approx(
+        (geometric, geometric * math.exp(-T_975_1 * d), geometric * math.exp(T_975_1 * d))
+    )
     frame = pd.DataFrame(
         {
             "policy.name": ["easy", "easy", "amcbf", "amcbf"],

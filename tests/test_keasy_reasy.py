@@ -59,6 +59,10 @@ import math
 
 import pytest
 
+from helpers import make_jobs
+from tiersweep.contract.audit import run_spec
+from tiersweep.contract.checks import assert_records_identical, assert_run_contract
+from tiersweep.contract.policies import PolicyContract
 from tiersweep.core.decisions import Kill, Start
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import PolicyError
@@ -69,10 +73,6 @@ from tiersweep.core.policies import POLICIES, BasePolicy, make_policy
 from tiersweep.core.policies.backfill import Easy
 from tiersweep.core.policies.two_tier_easy import Reservation
 from tiersweep.core.simulate import simulate
-from tiersweep.contract.policies import PolicyContract
-from tiersweep.contract.checks import assert_records_identical, assert_run_contract
-from tiersweep.contract.audit import run_spec
-from helpers import make_jobs
 
 P0, P1, P2, P3 = range(4)
 FG, BG = 0, 1
@@ -106,7 +106,11 @@ def run_example(name: str, rows, *, migration_cost: float = 0.0):
         job.set_cpu([0.5] * job.size, None, 0.5 * job.size)
     policy = recording(name)
     engine = Engine(
-        jobs, Nodes(4, 2, fg_overhead=0.0, bg_efficiency=1.0), policy, migration_cost=migration_cost, record_segments=True
+        jobs,
+        Nodes(4, 2, fg_overhead=0.0, bg_efficiency=1.0),
+        policy,
+        migration_cost=migration_cost,
+        record_segments=True,
     )
     engine.run()
     return jobs, engine, policy
@@ -133,7 +137,12 @@ def test_keasy_kills_a_background_job_and_starts_it_again_from_zero():
     x = jobs[X]
     assert x.last_start_time == 30 and x.migrations == 0  # a restart from zero restores nothing
     assert x.tier_time == [200.0, 30.0]
-    assert (engine.kills, dict(engine.kills_by_job), engine.lost_progress, engine.lost_work) == (1, {X: 1}, {X: 30.0}, 30.0)
+    assert (engine.kills, dict(engine.kills_by_job), engine.lost_progress, engine.lost_work) == (
+        1,
+        {X: 1},
+        {X: 30.0},
+        30.0,
+    )
     metrics = metrics_of(jobs, engine)
     assert metrics["kills_per_job"] == 1 / 3
     assert metrics["lost_work"] == 30.0
@@ -178,7 +187,14 @@ def test_reasy_reservation_for_a_background_job_uses_its_foreground_vms():
     assert stays(engine, X) == [(BG, 0.0, 100.0, (P3, P0), "move"), (FG, 100.0, 200.0, (P3, P0), "finish")]
     assert policy.reservations[100] == Reservation(Y, 530.0, 0, (P1, P2))
     assert policy.reservations[200] == Reservation(Y, 530.0, 2, (P1, P2))  # X gone: P0, P3 idle
-    assert [(j.start_time, j.finish_time) for j in jobs] == [(0, 100), (0, 30), (0, 200), (30, 530), (30, 530), (30, 100)]
+    assert [(j.start_time, j.finish_time) for j in jobs] == [
+        (0, 100),
+        (0, 30),
+        (0, 200),
+        (30, 530),
+        (30, 530),
+        (30, 100),
+    ]
     assert engine.kills == 0
 
 
@@ -275,7 +291,13 @@ def test_one_tier_is_a_spec_error():
 
     for name in ("keasy", "reasy"):
         with pytest.raises(SpecError, match="tiers"):
-            validate_spec({"workload": {"trace": "unread.swf"}, "platform": {"kind": "nodes", "tiers": 1}, "policy": {"name": name}})
+            validate_spec(
+                {
+                    "workload": {"trace": "unread.swf"},
+                    "platform": {"kind": "nodes", "tiers": 1},
+                    "policy": {"name": name},
+                }
+            )
 
 
 # -- real log --------------------------------------------------------------------------------------
@@ -296,7 +318,9 @@ def test_reasy_never_kills_on_kth_and_keasy_does(kth_path):
     assert_run_contract(reasy)
     assert reasy.engine.kills == 0 and reasy.engine.lost_work == 0.0
     assert not any(how == "kill" for *_, how in reasy.engine.segments)
-    metrics = run_metrics(reasy.records, 100, reasy.engine.overflow_seconds, kills=reasy.engine.kills, lost_work=reasy.engine.lost_work)
+    metrics = run_metrics(
+        reasy.records, 100, reasy.engine.overflow_seconds, kills=reasy.engine.kills, lost_work=reasy.engine.lost_work
+    )
     assert metrics["kills_per_job"] == 0.0
     assert (reasy.records["tier1_duration"] > 0).sum() > 100  # the background tier was used
     assert sum(reasy.policy.moves.values()) > 0  # and jobs were switched up from it
@@ -338,7 +362,9 @@ def test_tiersweep_run_prints_the_new_metrics(tmp_path, kth_path, capsys):
     from tiersweep.cli import main
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(f"seed: 1\nworkload: {{trace: '{kth_path}', jobs: 300}}\nplatform: {{tiers: 2}}\npolicy: {{name: reasy}}\n")
+    spec.write_text(
+        f"seed: 1\nworkload: {{trace: '{kth_path}', jobs: 300}}\nplatform: {{tiers: 2}}\npolicy: {{name: reasy}}\n"
+    )
     assert main(["run", str(spec), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kills_per_job"] == 0.0 and out["lost_work"] == 0.0
@@ -348,7 +374,6 @@ def test_tiersweep_run_prints_the_new_metrics(tmp_path, kth_path, capsys):
 def test_a_sweep_stores_the_new_metrics(tmp_path):
     pytest.importorskip("pyarrow")
     from sweep_helpers import small_config
-
     from tiersweep.sweep.driver import run_sweep
     from tiersweep.sweep.store import read_table
 
@@ -391,7 +416,11 @@ class TestReasyNeverKillsInTheContractRuns(PolicyContract):
 def test_pinned_reservations_occur_on_kth(kth_path):
     # The audit above is not vacuous: REASY makes reservations for background jobs on KTH-SP2.
     pinned: list[Reservation] = []
-    run = run_spec(kth_spec(kth_path, "reasy"), policy_mixins=(PinnedCounter,), configure_policy=lambda p: setattr(p, "pinned_seen", pinned))
+    run = run_spec(
+        kth_spec(kth_path, "reasy"),
+        policy_mixins=(PinnedCounter,),
+        configure_policy=lambda p: setattr(p, "pinned_seen", pinned),
+    )
     assert run.engine.kills == 0
     assert len(pinned) > 0
 

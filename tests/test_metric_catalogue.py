@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sweep_helpers import small_config
 from tiersweep.analysis import plots, report
 from tiersweep.core import simulate
 from tiersweep.core.metric_catalogue import (
@@ -30,8 +31,6 @@ from tiersweep.core.platforms import PLATFORMS
 from tiersweep.sweep import driver
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.store import read_jobs, read_table
-
-from sweep_helpers import small_config
 
 SPEC = {
     "workload": {"model": "jann97", "jobs": 200, "load": 0.9},

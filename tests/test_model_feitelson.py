@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from tiersweep.core.workloads import models
-from tiersweep.core.workloads.offered_load import offered_load, scale_for_load
 from tiersweep.core.workloads.models import feitelson as F
+from tiersweep.core.workloads.offered_load import offered_load, scale_for_load
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import read_swf, write_swf
 
@@ -435,7 +435,19 @@ def test_module_interface():
 def test_unknown_override_names_key_and_lists_valid():
     with pytest.raises(ValueError, match="bogus") as info:
         F.generate(10, seed=0, machine_size=P, bogus=1)
-    for key in ("b1", "b2", "m_s", "m_l", "c0", "c1", "r_max", "zipf_exponent", "size_exponent", "mean_gap", "repeat_mode"):
+    for key in (
+        "b1",
+        "b2",
+        "m_s",
+        "m_l",
+        "c0",
+        "c1",
+        "r_max",
+        "zipf_exponent",
+        "size_exponent",
+        "mean_gap",
+        "repeat_mode",
+    ):
         assert key in str(info.value)
 
 

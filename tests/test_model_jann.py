@@ -31,14 +31,12 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from tiersweep.core.workloads.offered_load import offered_load
-from tiersweep.core.workloads.models import ModelOutput
+from conftest import trace_path
+from tiersweep.core.workloads.models import ModelOutput, jann
 from tiersweep.core.workloads.models import generate as registry_generate
-from tiersweep.core.workloads.models import jann
+from tiersweep.core.workloads.offered_load import offered_load
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import SWF_FIELDS, read_swf, write_swf
-
-from conftest import trace_path
 
 LABELS = ("1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65-128", "129-256", "257-322")
 BOUNDS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 322))

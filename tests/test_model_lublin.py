@@ -34,10 +34,9 @@ from scipy import integrate, special, stats
 
 import conftest
 from tiersweep.core.rng import stream
-from tiersweep.core.workloads.offered_load import offered_load
-from tiersweep.core.workloads.models import distributions
+from tiersweep.core.workloads.models import distributions, lublin
 from tiersweep.core.workloads.models import generate as registry_generate
-from tiersweep.core.workloads.models import lublin
+from tiersweep.core.workloads.offered_load import offered_load
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import SWF_FIELDS, read_swf, write_swf
 
@@ -50,44 +49,130 @@ SUBMIT, RUNTIME, ALLOC, REQ, STATUS, QUEUE = (
 
 # MODELS.md 2.2: the reference parameter sets, in the order of the table.
 SETS = {
-    "typeless": dict(serial_prob=0.244, pow2_prob=0.576, ulow=0.8, umed=4.5, uhi=7, uprob=0.86, a1=4.2, b1=0.94,
-                     a2=312, b2=0.03, pa=-0.0054, pb=0.78, aarr=10.2303, barr=0.4871, anum=8.1737, bnum=3.9631,
-                     arar=1.0225),
-    "batch": dict(serial_prob=0.2927, pow2_prob=0.6686, ulow=1.2, umed=5, uhi=7, uprob=0.875, a1=6.57, b1=0.823,
-                  a2=639.1, b2=0.0156, pa=-0.003, pb=0.6986, aarr=6.0415, barr=0.8531, anum=6.1271, bnum=5.2740,
-                  arar=1.0519),
-    "interactive": dict(serial_prob=0.1541, pow2_prob=0.625, ulow=1, umed=3, uhi=5.5, uprob=0.705, a1=3.8351,
-                        b1=0.6605, a2=7.073, b2=0.6856, pa=-0.0118, pb=0.9156, aarr=6.5510, barr=0.6621,
-                        anum=8.9186, bnum=3.6680, arar=0.9797),
+    "typeless": dict(
+        serial_prob=0.244,
+        pow2_prob=0.576,
+        ulow=0.8,
+        umed=4.5,
+        uhi=7,
+        uprob=0.86,
+        a1=4.2,
+        b1=0.94,
+        a2=312,
+        b2=0.03,
+        pa=-0.0054,
+        pb=0.78,
+        aarr=10.2303,
+        barr=0.4871,
+        anum=8.1737,
+        bnum=3.9631,
+        arar=1.0225,
+    ),
+    "batch": dict(
+        serial_prob=0.2927,
+        pow2_prob=0.6686,
+        ulow=1.2,
+        umed=5,
+        uhi=7,
+        uprob=0.875,
+        a1=6.57,
+        b1=0.823,
+        a2=639.1,
+        b2=0.0156,
+        pa=-0.003,
+        pb=0.6986,
+        aarr=6.0415,
+        barr=0.8531,
+        anum=6.1271,
+        bnum=5.2740,
+        arar=1.0519,
+    ),
+    "interactive": dict(
+        serial_prob=0.1541,
+        pow2_prob=0.625,
+        ulow=1,
+        umed=3,
+        uhi=5.5,
+        uprob=0.705,
+        a1=3.8351,
+        b1=0.6605,
+        a2=7.073,
+        b2=0.6856,
+        pa=-0.0118,
+        pb=0.9156,
+        aarr=6.5510,
+        barr=0.6621,
+        anum=8.9186,
+        bnum=3.6680,
+        arar=0.9797,
+    ),
 }
 SET_256 = dict(SETS["typeless"], uhi=8, umed=5.5)
 
 # Appendix A.
 APPENDIX_A = {
-    "typeless": (8.1737, 3.9631, 27, 10, """
+    "typeless": (
+        8.1737,
+        3.9631,
+        27,
+        10,
+        """
         0.5078 0.4561 0.4085 0.3649 0.3250 0.2888 0.2560 0.2263 0.1997 0.1758 0.1649 0.2389
         0.3293 0.4351 0.5543 0.6840 0.8208 0.9609 1.1002 1.2349 1.3615 1.4769 1.5785 1.6644
         1.7332 1.7843 1.8174 1.8331 1.8321 1.8155 1.7848 1.7415 1.6874 1.6243 1.5538 1.4777
-        1.3976 1.3149 1.2310 1.1470 1.0640 0.9828 0.9040 0.8284 0.7563 0.6880 0.6238 0.5637"""),
-    "batch": (6.1271, 5.2740, 26, 9, """
+        1.3976 1.3149 1.2310 1.1470 1.0640 0.9828 0.9040 0.8284 0.7563 0.6880 0.6238 0.5637""",
+    ),
+    "batch": (
+        6.1271,
+        5.2740,
+        26,
+        9,
+        """
         0.5462 0.5011 0.4589 0.4194 0.3826 0.3483 0.3166 0.2873 0.2602 0.2354 0.3472 0.4484
         0.5590 0.6760 0.7964 0.9172 1.0353 1.1480 1.2531 1.3484 1.4326 1.5044 1.5631 1.6085
         1.6405 1.6594 1.6659 1.6607 1.6448 1.6190 1.5846 1.5427 1.4944 1.4408 1.3830 1.3219
-        1.2586 1.1938 1.1283 1.0628 0.9980 0.9342 0.8720 0.8116 0.7534 0.6977 0.6445 0.5939"""),
-    "interactive": (8.9186, 3.6680, 28, 10, """
+        1.2586 1.1938 1.1283 1.0628 0.9980 0.9342 0.8720 0.8116 0.7534 0.6977 0.6445 0.5939""",
+    ),
+    "interactive": (
+        8.9186,
+        3.6680,
+        28,
+        10,
+        """
         0.5135 0.4588 0.4087 0.3629 0.3213 0.2836 0.2497 0.2193 0.1921 0.1679 0.1187 0.1797
         0.2576 0.3524 0.4630 0.5874 0.7225 0.8647 1.0100 1.1542 1.2931 1.4229 1.5403 1.6427
         1.7280 1.7949 1.8426 1.8711 1.8810 1.8732 1.8491 1.8103 1.7587 1.6962 1.6248 1.5463
-        1.4626 1.3755 1.2865 1.1970 1.1082 1.0212 0.9368 0.8557 0.7784 0.7054 0.6368 0.5728"""),
+        1.4626 1.3755 1.2865 1.1970 1.1082 1.0212 0.9368 0.8557 0.7784 0.7054 0.6368 0.5728""",
+    ),
 }
 
 # MODELS.md 2.10 size pmfs (sizes listed there) and other analytic targets.
 PMF_TARGETS = {
-    "typeless128": {1: .2440, 2: .1156, 3: .0203, 4: .1491, 5: .0121, 8: .1414, 16: .1377, 32: .0327, 64: .0325,
-                    128: .0162},
-    "typeless256": {1: .2440, 2: .0910, 4: .1173, 8: .1113, 16: .1084, 32: .1069, 64: .0325, 128: .0324, 256: .0162},
-    "batch": {1: .2927, 2: .0473, 4: .1572, 8: .1556, 16: .1548, 32: .0981, 64: .0418, 128: .0209},
-    "interactive": {1: .1541, 2: .1352, 3: .0378, 4: .2485, 8: .1566, 16: .0761, 32: .0749},
+    "typeless128": {
+        1: 0.2440,
+        2: 0.1156,
+        3: 0.0203,
+        4: 0.1491,
+        5: 0.0121,
+        8: 0.1414,
+        16: 0.1377,
+        32: 0.0327,
+        64: 0.0325,
+        128: 0.0162,
+    },
+    "typeless256": {
+        1: 0.2440,
+        2: 0.0910,
+        4: 0.1173,
+        8: 0.1113,
+        16: 0.1084,
+        32: 0.1069,
+        64: 0.0325,
+        128: 0.0324,
+        256: 0.0162,
+    },
+    "batch": {1: 0.2927, 2: 0.0473, 4: 0.1572, 8: 0.1556, 16: 0.1548, 32: 0.0981, 64: 0.0418, 128: 0.0209},
+    "interactive": {1: 0.1541, 2: 0.1352, 3: 0.0378, 4: 0.2485, 8: 0.1566, 16: 0.0761, 32: 0.0749},
 }
 TARGETS_210 = {  # P(n=1), P(pow2 | n>1), E[n], E[runtime], E[n runtime], mean gap
     "typeless128": (0.2440, 0.8268, 12.134, 4358.0, 84_241, 911.3),
@@ -95,26 +180,66 @@ TARGETS_210 = {  # P(n=1), P(pow2 | n>1), E[n], E[runtime], E[n runtime], mean g
     "batch": (0.2927, 0.9553, 13.893, 9492.3, 163_480, 3516.9),
     "interactive": (0.1541, 0.8173, 8.045, 241.0, 2_964, 619.3),
 }
-PARAMS_210 = {"typeless128": SETS["typeless"], "typeless256": SET_256, "batch": SETS["batch"],
-              "interactive": SETS["interactive"]}
+PARAMS_210 = {
+    "typeless128": SETS["typeless"],
+    "typeless256": SET_256,
+    "batch": SETS["batch"],
+    "interactive": SETS["interactive"],
+}
 
 # MODELS.md 2.11 A: (mean, sd) over 30 runs of 10,000 jobs.
 ENVELOPES = {
-    "typed128": ("lublin99", 128, {
-        "serial": (0.1743, 0.0053), "pow2": (0.8359, 0.0051), "mean_size": (8.91, 0.16),
-        "mean_runtime": (1611, 241), "median_runtime": (17.9, 1.2), "mean_ln_runtime": (3.478, 0.103),
-        "mean_gap": (533, 46), "median_gap": (50.3, 2.4), "batch": (0.149, 0.024), "load": (0.386, 0.058),
-        "corr": (0.123, 0.010)}),
-    "typeless128": ("lublin99_typeless", 128, {
-        "serial": (0.2435, 0.0042), "pow2": (0.8277, 0.0045), "mean_size": (12.15, 0.21),
-        "mean_runtime": (4377, 78), "median_runtime": (108.2, 3.8), "mean_ln_runtime": (5.464, 0.026),
-        "mean_gap": (910, 49), "median_gap": (115.3, 3.7), "batch": (0.0, 0.0), "load": (0.732, 0.048),
-        "corr": (0.161, 0.011)}),
-    "typeless256": ("lublin99_256", 256, {
-        "serial": (0.2435, 0.0043), "pow2": (0.8154, 0.0042), "mean_size": (22.20, 0.44),
-        "mean_runtime": (4911, 84), "median_runtime": (145.8, 7.5), "mean_ln_runtime": (5.698, 0.030),
-        "mean_gap": (911, 48), "median_gap": (115.3, 3.2), "batch": (0.0, 0.0), "load": (0.876, 0.054),
-        "corr": (0.259, 0.011)}),
+    "typed128": (
+        "lublin99",
+        128,
+        {
+            "serial": (0.1743, 0.0053),
+            "pow2": (0.8359, 0.0051),
+            "mean_size": (8.91, 0.16),
+            "mean_runtime": (1611, 241),
+            "median_runtime": (17.9, 1.2),
+            "mean_ln_runtime": (3.478, 0.103),
+            "mean_gap": (533, 46),
+            "median_gap": (50.3, 2.4),
+            "batch": (0.149, 0.024),
+            "load": (0.386, 0.058),
+            "corr": (0.123, 0.010),
+        },
+    ),
+    "typeless128": (
+        "lublin99_typeless",
+        128,
+        {
+            "serial": (0.2435, 0.0042),
+            "pow2": (0.8277, 0.0045),
+            "mean_size": (12.15, 0.21),
+            "mean_runtime": (4377, 78),
+            "median_runtime": (108.2, 3.8),
+            "mean_ln_runtime": (5.464, 0.026),
+            "mean_gap": (910, 49),
+            "median_gap": (115.3, 3.7),
+            "batch": (0.0, 0.0),
+            "load": (0.732, 0.048),
+            "corr": (0.161, 0.011),
+        },
+    ),
+    "typeless256": (
+        "lublin99_256",
+        256,
+        {
+            "serial": (0.2435, 0.0043),
+            "pow2": (0.8154, 0.0042),
+            "mean_size": (22.20, 0.44),
+            "mean_runtime": (4911, 84),
+            "median_runtime": (145.8, 7.5),
+            "mean_ln_runtime": (5.698, 0.030),
+            "mean_gap": (911, 48),
+            "median_gap": (115.3, 3.2),
+            "batch": (0.0, 0.0),
+            "load": (0.876, 0.054),
+            "corr": (0.259, 0.011),
+        },
+    ),
 }
 ROBUST = ("serial", "pow2", "mean_size", "median_runtime", "mean_ln_runtime", "median_gap")
 MAX_RUNTIME = 162_754
@@ -308,8 +433,9 @@ def test_generated_submits_are_the_rounded_clock():
     g = lublin._log_gaps(stream(3, "lublin03/arrivals/typeless"), p, 2000)
     clock = sequential_clocks(g, lublin.daily_weights(p.anum, p.bnum), 5, 1.5)
     np.testing.assert_array_equal(r[:, SUBMIT], np.floor(clock + 0.5))
-    truncated = records(2000, seed=3, preset="lublin99_typeless", start_hour=5, load_scale=1.5,
-                        compat_truncate_clock=True)
+    truncated = records(
+        2000, seed=3, preset="lublin99_typeless", start_hour=5, load_scale=1.5, compat_truncate_clock=True
+    )
     np.testing.assert_array_equal(
         truncated[:, SUBMIT], sequential_clocks(g, lublin.daily_weights(p.anum, p.bnum), 5, 1.5, truncate=True)
     )
@@ -341,9 +467,17 @@ def test_truncating_clock_drifts_half_a_second_per_job():
 
 @pytest.mark.parametrize(
     "preset,machine_size,bound",
-    [("lublin99", 128, 128), ("lublin99_typeless", 128, 128), ("lublin99_256", 256, 256), ("lublin99", 320, 320),
-     ("lublin99_typeless", 320, 320), ("lublin99_typeless", 400, 400), ("lublin99", 40, 40), ("lublin99", 3, 3),
-     ("lublin99_typeless", 1, 1)],
+    [
+        ("lublin99", 128, 128),
+        ("lublin99_typeless", 128, 128),
+        ("lublin99_256", 256, 256),
+        ("lublin99", 320, 320),
+        ("lublin99_typeless", 320, 320),
+        ("lublin99_typeless", 400, 400),
+        ("lublin99", 40, 40),
+        ("lublin99", 3, 3),
+        ("lublin99_typeless", 1, 1),
+    ],
 )
 def test_record_layout_and_ranges(preset, machine_size, bound):
     r = records(5000, seed=11, machine_size=machine_size, preset=preset)
@@ -525,9 +659,19 @@ def test_unknown_and_misplaced_overrides_are_errors():
         records(10, preset="lublin2003")
     with pytest.raises(ValueError, match="same parameter"):
         records(10, preset="lublin99_typeless", uhi=6, typeless_uhi=6)
-    bad = [dict(start_hour=24), dict(start_hour=1.5), dict(typed="yes"), dict(typeless=1),
-           dict(batch_serial_prob=1.2), dict(batch_pow2_prob=0.9), dict(batch_a1=0), dict(batch_umed=8),
-           dict(batch_anum=float("nan")), dict(load_scale=0), dict(load_scale=-1.0)]
+    bad = [
+        dict(start_hour=24),
+        dict(start_hour=1.5),
+        dict(typed="yes"),
+        dict(typeless=1),
+        dict(batch_serial_prob=1.2),
+        dict(batch_pow2_prob=0.9),
+        dict(batch_a1=0),
+        dict(batch_umed=8),
+        dict(batch_anum=float("nan")),
+        dict(load_scale=0),
+        dict(load_scale=-1.0),
+    ]
     for kwargs in bad:
         with pytest.raises(ValueError):
             records(10, **kwargs)
@@ -695,8 +839,10 @@ def test_monte_carlo_envelope_full(config):
     the 30 runs inside mean +- 3 sd (heavy-tailed means can put one or two outside).
     """
     preset, machine_size, envelope = ENVELOPES[config]
-    runs = [summary(records(10_000, seed=1000 + s, machine_size=machine_size, preset=preset), machine_size)
-            for s in range(30)]
+    runs = [
+        summary(records(10_000, seed=1000 + s, machine_size=machine_size, preset=preset), machine_size)
+        for s in range(30)
+    ]
     for stat, (mean, sd) in envelope.items():
         values = np.array([run[stat] for run in runs])
         if sd == 0:
@@ -754,8 +900,14 @@ def test_truncating_clock_reproduces_the_file_s_daily_profile(lublin_256):
     assert int(np.argmax(file_profile)) == 12
     mean_profile = {}
     for compat in (False, True):
-        runs = [hour_profile(records(10_000, seed=s, machine_size=256, preset="lublin99_256",
-                                     compat_truncate_clock=compat)[:, SUBMIT]) for s in range(40)]
+        runs = [
+            hour_profile(
+                records(10_000, seed=s, machine_size=256, preset="lublin99_256", compat_truncate_clock=compat)[
+                    :, SUBMIT
+                ]
+            )
+            for s in range(40)
+        ]
         mean_profile[compat] = np.mean(runs, axis=0)
     distance = {c: np.abs(mean_profile[c] - file_profile).sum() for c in mean_profile}
     assert distance[True] < 0.8 * distance[False], distance

@@ -61,7 +61,9 @@ def test_no_build_metadata_is_tracked():
 
 def _git_status() -> str | None:
     """``git status`` of the project, untracked files listed one by one (None outside git)."""
-    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True
+    )
     return done.stdout if done.returncode == 0 else None
 
 
@@ -102,7 +104,9 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
         pytest.skip("no C compiler on this machine")
     source = tmp_path / "src"
     # A copy without build products: a kernel built in place must not reach the wheel.
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "*.so", "build", "*.egg-info", "*.c", ".*venv*"))
+    shutil.copytree(
+        ROOT, source, ignore=shutil.ignore_patterns(".git", "*.so", "build", "*.egg-info", "*.c", ".*venv*")
+    )
     env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"} if compiler == "none" else dict(os.environ)
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "wheel"), str(source)],
@@ -114,7 +118,9 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = (tmp_path / "wheel").glob("tiersweep-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        kernels = [n for n in archive.namelist() if n.startswith("tiersweep/core/platforms/_nodes_fast") and n.endswith(".so")]
+        kernels = [
+            n for n in archive.namelist() if n.startswith("tiersweep/core/platforms/_nodes_fast") and n.endswith(".so")
+        ]
         assert "tiersweep/core/platforms/_nodes_fast.pyx" in archive.namelist()
     if compiler == "cc":
         assert len(kernels) == 1
@@ -142,9 +148,12 @@ def test_dependencies_point_one_way():
     # command line, which joins them, is tiersweep.cli).
     for module in (ROOT / "sweep").glob("*.py"):
         names = {
-            f"{'.' * node.level}{node.module or ''}" for node in ast.walk(ast.parse(module.read_text())) if isinstance(node, ast.ImportFrom)
+            f"{'.' * node.level}{node.module or ''}"
+            for node in ast.walk(ast.parse(module.read_text()))
+            if isinstance(node, ast.ImportFrom)
         }
         assert not {n for n in names if n.lstrip(".").startswith("analysis")}, module.name
+
     # Module-level imports (those under ``if TYPE_CHECKING`` do not run): the vocabulary imports
     # neither side, and no policy imports the engine.
     def runtime_imports(path: Path) -> set[str]:

@@ -118,11 +118,11 @@ from typing import NamedTuple
 
 import pytest
 
+from helpers import make_jobs
 from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import FINISHED
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import make_policy
-from helpers import make_jobs
 
 #: Fig. 1: (submit, runtime, size, requested) per job J1..J6; requested = runtime.
 FIG1_ROWS = [(0, 20, 1, 20), (0, 5, 2, 5), (0, 5, 6, 5), (0, 5, 4, 5), (0, 15, 2, 15), (0, 10, 1, 10)]
@@ -189,9 +189,7 @@ class Run(NamedTuple):
 
     def decisions(self, time: float) -> set[tuple]:
         """The starts, suspends and moves at ``time``, order-free, nodes as sets."""
-        return {
-            (e.kind, e.job, e.tier, frozenset(e.nodes)) for e in self.log if e.time == time and e.kind != "finish"
-        }
+        return {(e.kind, e.job, e.tier, frozenset(e.nodes)) for e in self.log if e.time == time and e.kind != "finish"}
 
     def finished_at(self, time: float) -> set[int]:
         return {e.job for e in self.events(time, "finish")}

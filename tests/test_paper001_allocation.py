@@ -23,13 +23,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_shared_vms import FixedPlacement, assert_fair
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
 from tiersweep.core.platforms import SharedVms
 from tiersweep.core.platforms.shared_vms import ALLOCATIONS, OnePassAllocator
 from tiersweep.core.spec import validate_spec
-from test_shared_vms import FixedPlacement, assert_fair
 
 TOL = 1e-12
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +235,11 @@ def twin_scenarios(draw, *, equal_shares=False, bounds=True, serial=False):
     ('start', size, VM picks) or ('release', k)."""
     machines = draw(st.integers(1, 5))
     vms = draw(st.integers(1, 4))
-    shares = [1.0] * vms if equal_shares else draw(st.lists(st.sampled_from([1.0, 1.0, 2.0, 3.0, 4.0]), min_size=vms, max_size=vms))
+    shares = (
+        [1.0] * vms
+        if equal_shares
+        else draw(st.lists(st.sampled_from([1.0, 1.0, 2.0, 3.0, 4.0]), min_size=vms, max_size=vms))
+    )
     caps, mins = [1.0] * vms, [0.0] * vms
     if bounds:
         caps = draw(st.lists(st.sampled_from([1.0, 1.0, 1.0, 0.8, 0.5, 0.4]), min_size=vms, max_size=vms))
@@ -283,7 +287,9 @@ def replay_twins(twins: dict[str, SharedVms], ops, check) -> None:
         check(twins, running)
 
 
-SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @SETTINGS
@@ -352,13 +358,17 @@ def test_spec_key_default_and_error():
     assert spec["platform"]["allocation"] == "fixed_point"  # results before the key existed stand
     spec = validate_spec({**base, "platform": {"kind": "shared_vms", "allocation": "paper"}})
     assert spec["platform"]["allocation"] == "paper"
-    with pytest.raises(SpecError, match=r"platform\.allocation: unknown value 'one_pass'; valid choices: fixed_point, paper"):
+    with pytest.raises(
+        SpecError, match=r"platform\.allocation: unknown value 'one_pass'; valid choices: fixed_point, paper"
+    ):
         validate_spec({**base, "platform": {"kind": "shared_vms", "allocation": "one_pass"}})
     with pytest.raises(SpecError, match=r"platform\.allocation"):
         SharedVms(2, 2, allocation="greedy")
 
 
-@pytest.mark.parametrize("name", ["delgado_vms.yaml", "paper001_ctc.yaml", "paper001_table1.yaml", "paper001_table2.yaml"])
+@pytest.mark.parametrize(
+    "name", ["delgado_vms.yaml", "paper001_ctc.yaml", "paper001_table1.yaml", "paper001_table2.yaml"]
+)
 def test_the_reproduction_configs_use_the_paper_allocation(name):
     config = yaml.safe_load((ROOT / "configs" / name).read_text())
     spec = config.get("base", config)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiersweep.contract.audit import counting_policy
 from tiersweep.core.engine import Engine
 from tiersweep.core.jobs import FINISHED, REJECTED, Job
 from tiersweep.core.metrics import job_records, run_metrics
@@ -38,7 +39,6 @@ from tiersweep.core.platforms.fat_tree import (
 )
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
-from tiersweep.contract.audit import counting_policy
 from tiersweep.core.workloads.bandwidth import annotate_bandwidth, check_bandwidth, demand_bounds
 from tiersweep.sweep.config import expand, load_sweep_config
 from tiersweep.sweep.specfile import load_spec_file
@@ -129,14 +129,18 @@ def test_the_paper_formula_depends_on_size_as_printed():
     # whole_vms: MaxB = 1000 / ceil(N / 54), on the 1/1024 Mbps grid (at most the exact bound).
     _, _, whole = demand_bounds(sizes, check_bandwidth({"formula": "paper", "whole_vms": True}))
     exact = 1000 / np.ceil(sizes / 54)
-    assert np.all(whole <= exact) and np.all(exact - whole < 1 / 1024) and np.all(whole * 1024 == np.floor(whole * 1024))
+    assert (
+        np.all(whole <= exact) and np.all(exact - whole < 1 / 1024) and np.all(whole * 1024 == np.floor(whole * 1024))
+    )
     assert list(whole[:3]) == [1000.0] * 3 and whole[3] == 500.0 and whole[5] == 500.0 and whole[-1] == 125.0
     # The clamp with min and max the right way round (as printed it would always be MaxB):
     # demands spread around AvgB = 0.55 MaxB, within [MinB, MaxB].
     jobs = [job(i, 20 + i % 30, 0.0) for i in range(5000)]
     annotate_bandwidth(jobs, seed=2, model={"formula": "paper"})
     demand = np.array([j.bandwidth for j in jobs])
-    assert demand.min() >= 100 and demand.max() <= 1000 and abs(demand.mean() - 550) < 3 and (demand < 1000).mean() > 0.99
+    assert (
+        demand.min() >= 100 and demand.max() <= 1000 and abs(demand.mean() - 550) < 3 and (demand < 1000).mean() > 0.99
+    )
 
 
 def test_every_job_fits_the_empty_paper_tree_under_per_server_with_whole_vm_demands():
@@ -180,7 +184,12 @@ def _same(a, b) -> bool:
 def test_per_server_runs_are_deterministic_and_share_the_workload_with_hose(kth_path):
     spec = {
         "seed": 7,
-        "workload": {"trace": str(kth_path), "jobs": 300, "load": 0.9, "bandwidth": {"formula": "paper", "whole_vms": True}},
+        "workload": {
+            "trace": str(kth_path),
+            "jobs": 300,
+            "load": 0.9,
+            "bandwidth": {"formula": "paper", "whole_vms": True},
+        },
         "platform": {"kind": "fat_tree", "bandwidth_check": "per_server"},
         "policy": {"name": "bgmbfsdf", "duration": "exact"},
     }
@@ -246,7 +255,9 @@ def test_the_paper004_configs_check_per_server_and_order_by_exact_duration(monke
     monkeypatch.chdir(ROOT)  # the configs name the traces relative to the project root
     names = [p.name for p in (ROOT / "configs").glob("paper004_*.yaml")] + ["li2018_accept.yaml", "li2018_sched.yaml"]
     assert sorted(names) == sorted(PAPER004_SWEEPS + PAPER004_RUNS)
-    cells = {name: [cell.spec for cell in expand(load_sweep_config(ROOT / "configs" / name))] for name in PAPER004_SWEEPS}
+    cells = {
+        name: [cell.spec for cell in expand(load_sweep_config(ROOT / "configs" / name))] for name in PAPER004_SWEEPS
+    }
     assert {name: len(specs) for name, specs in cells.items()} == {
         "li2018_accept.yaml": 200, "li2018_sched.yaml": 1000, "paper004_fig5_accept_traces.yaml": 500
     }  # fmt: skip

@@ -12,8 +12,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,11 @@ def test_every_trace_every_config_names_exists_from_another_directory(tmp_path, 
     checked = 0
     for path in sorted(CONFIGS.glob("*.yaml")):
         kind = config_kind(load_spec_file(path))
-        raw = {"run": load_run_spec, "sweep": lambda p: load_sweep_config(p).raw, "tune": lambda p: load_tune_config(p).raw}[kind](path)
+        raw = {
+            "run": load_run_spec,
+            "sweep": lambda p: load_sweep_config(p).raw,
+            "tune": lambda p: load_tune_config(p).raw,
+        }[kind](path)
         for trace in traces_in(raw):
             assert os.path.isabs(trace), (path.name, trace)
             assert Path(trace).is_file(), (path.name, trace)
@@ -112,7 +117,10 @@ def test_a_set_trace_is_taken_from_the_current_directory(tmp_path, monkeypatch, 
     out = json.loads(capsys.readouterr().out)
     assert Path(out["spec"]["workload"]["trace"]).resolve() == b
     # A sweep's --set is made absolute at once (its cells may run in other directories).
-    sweep = write_yaml(configs / "sweep.yaml", {"name": "s", "base": {"workload": {"trace": "../data/a.swf"}, "platform": {"nodes": 64}}})
+    sweep = write_yaml(
+        configs / "sweep.yaml",
+        {"name": "s", "base": {"workload": {"trace": "../data/a.swf"}, "platform": {"nodes": 64}}},
+    )
     assert load_sweep_config(sweep, ["workload.trace=b.swf"]).base["workload"]["trace"] == str(b)
     assert load_sweep_config(sweep, ["workload={trace: b.swf}"]).base["workload"] == {"trace": str(b)}
 
@@ -134,7 +142,9 @@ def test_a_sweep_config_resolves_base_axes_zips_and_exclusions_from_its_folder(t
     assert config.exclude == [{"workload.trace": [str(b)], "policy.name": ["fcfs"]}]
     cells = expand(config)  # the exclusion still matches its point: three cells
     assert [(Path(c.point["workload.trace"]).name, c.point["policy.name"]) for c in cells] == [
-        ("a.swf", "easy"), ("a.swf", "fcfs"), ("b.swf", "easy")
+        ("a.swf", "easy"),
+        ("a.swf", "fcfs"),
+        ("b.swf", "easy"),
     ]
     # From another directory the same cells (the same specs, so the same ids).
     monkeypatch.chdir(configs)
@@ -173,8 +183,15 @@ def test_a_tuning_config_resolves_base_variants_and_choices_from_its_folder(tmp_
     a, b, configs = layout(tmp_path)
     raw = {
         "name": "tpaths",
-        "base": {"workload": {"trace": "../data/a.swf", "jobs": 20}, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": "amcbf"}},
-        "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}, "workload.trace": {"choices": ["../data/a.swf", "../data/b.swf"]}},
+        "base": {
+            "workload": {"trace": "../data/a.swf", "jobs": 20},
+            "platform": {"nodes": 64, "tiers": 2},
+            "policy": {"name": "amcbf"},
+        },
+        "params": {
+            "policy.bg_threshold": {"low": 0.5, "high": 1.0},
+            "workload.trace": {"choices": ["../data/a.swf", "../data/b.swf"]},
+        },
         "variants": [{"workload.trace": "../data/b.swf"}],
         "objective": {"mean_bsld": "minimize"},
     }

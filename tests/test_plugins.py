@@ -30,7 +30,11 @@ def largest():
 
 def test_the_readme_plugin_runs_where_its_capabilities_are_offered(largest):
     assert POLICIES["largest"] is largest
-    spec = {"workload": {"model": "jann97", "jobs": 300}, "platform": {"nodes": 128}, "policy": {"name": "largest", "by": "estimate"}}
+    spec = {
+        "workload": {"model": "jann97", "jobs": 300},
+        "platform": {"nodes": 128},
+        "policy": {"name": "largest", "by": "estimate"},
+    }
     result = simulate(spec)
     assert result.spec["policy"] == {"name": "largest", "by": "estimate"}
     assert (result.jobs["finish_time"] >= result.jobs["start_time"]).all()

@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from sweep_helpers import write_swf, write_yaml
+from test_report import Page
 from tiersweep.analysis.claims import ratio_below
 from tiersweep.analysis.load import load
 from tiersweep.analysis.report import write_report
@@ -28,9 +30,6 @@ from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.points import MixedPointsError, point_columns
 from tiersweep.sweep.summary import summary_frame
-
-from sweep_helpers import write_swf, write_yaml
-from test_report import Page
 
 NAME = "mixed"
 

@@ -25,11 +25,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tiersweep.core.engine import Engine
-from tiersweep.core.metrics import job_records
-from tiersweep.core.platforms import Nodes
-from tiersweep.core.policies import Backfill, make_policy
-from tiersweep.core.policies.backfill import Conservative, Easy
 from helpers import make_jobs
 from test_contract import (
     POLICY_NAMES,
@@ -38,6 +33,11 @@ from test_contract import (
     assert_easy_head_never_delayed,
     run_counted,
 )
+from tiersweep.core.engine import Engine
+from tiersweep.core.metrics import job_records
+from tiersweep.core.platforms import Nodes
+from tiersweep.core.policies import Backfill, make_policy
+from tiersweep.core.policies.backfill import Conservative, Easy
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -71,7 +71,9 @@ def workloads(draw, *, min_runtime: int = 0, missing_requests: bool = True):
     nodes = draw(st.integers(1, 12))
     count = draw(st.integers(1, 25))
     kinds = ["over", "under", "missing"] if missing_requests else ["over", "under"]
-    row = st.tuples(GAPS, st.integers(min_runtime, 1000), st.integers(1, nodes), st.sampled_from(kinds), st.integers(0, 500))
+    row = st.tuples(
+        GAPS, st.integers(min_runtime, 1000), st.integers(1, nodes), st.sampled_from(kinds), st.integers(0, 500)
+    )
     rows = []
     submit = 0
     for gap, runtime, size, kind, delta in (draw(row) for _ in range(count)):
@@ -126,9 +128,9 @@ def _zero_estimate_params():
 @SETTINGS
 @given(case=workloads(), overrun=RULES, estimate=st.sampled_from(["requested", "exact"]))
 @example(case=ZERO_ESTIMATE_CASE, overrun="kill", estimate="exact").via("minimal zero-estimate bug")
-@example(case=(10, [(0, 100, 6, 100), (1, 100, 8, 100), (2, 0, 4, -1), (2, 50, 4, 50)]), overrun="kill", estimate="requested").via(
-    "zero-estimate backfill over-commits"
-)
+@example(
+    case=(10, [(0, 100, 6, 100), (1, 100, 8, 100), (2, 0, 4, -1), (2, 50, 4, 50)]), overrun="kill", estimate="requested"
+).via("zero-estimate backfill over-commits")
 def test_contract_including_zero_estimates(name, case, overrun, estimate):
     # Full range, zero-length estimates included. The second example over-commits under the
     # bug; the first lets a backfill delay conservative's reservation (caught by the stricter
@@ -193,6 +195,8 @@ def test_conservative_never_starts_a_job_after_its_first_reservation(case):
 @given(data=st.data(), overrun=RULES, estimate=st.sampled_from(["requested", "exact"]))
 def test_selective_with_threshold_one_is_conservative(data, overrun, estimate):
     nodes, rows = data.draw(positive_estimate_workloads(estimate))
-    selective = starts_under(make_policy("selective", xfactor_threshold=1.0), nodes, rows, overrun=overrun, estimate=estimate)
+    selective = starts_under(
+        make_policy("selective", xfactor_threshold=1.0), nodes, rows, overrun=overrun, estimate=estimate
+    )
     conservative = starts_under(Conservative(), nodes, rows, overrun=overrun, estimate=estimate)
     assert selective == conservative

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from sweep_helpers import small_config, small_raw, write_swf
 from tiersweep.analysis import MixedCodeWarning, NoResultsError, find_results, load
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.version import code_digest, code_folder, source_digest
 from tiersweep.sweep.cells import cell_id
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.store import read_table
-
-from sweep_helpers import small_config, small_raw, write_swf
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = code_folder().parent  # the tiersweep package this test process imports
@@ -36,7 +35,11 @@ def _copy_package(parent: Path) -> Path:
     """A copy of the imported tiersweep package at ``parent/tiersweep`` (what a source tree
     named ``tiersweep`` is to an import), without compiled caches."""
     target = parent / "tiersweep"
-    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "tests", "results", ".git*", "*.egg-info", "build"))
+    shutil.copytree(
+        PACKAGE,
+        target,
+        ignore=shutil.ignore_patterns("__pycache__", "tests", "results", ".git*", "*.egg-info", "build"),
+    )
     return target
 
 
@@ -115,7 +118,10 @@ def test_the_driver_refuses_a_worker_running_other_code(tmp_path):
     raw = json.dumps(small_raw(seeds=1))
     done = subprocess.run(
         [sys.executable, "-c", _DRIVER, str(edited), raw, str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("REFUSED"), done.stdout + done.stderr[-2000:]
@@ -141,7 +147,10 @@ def test_ray_workers_run_the_drivers_code_beside_a_source_tree_named_tiersweep(t
     config.write_text(json.dumps(small_raw(seeds=1)))
     done = subprocess.run(
         [_console_script(), "sweep", str(config), "--out", "out", "--backend", "ray"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env={**os.environ, "PYTHONPATH": ""},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -170,7 +179,10 @@ def test_a_folder_holding_rows_of_two_codes_warns_on_load(tmp_path):
     raw = small_raw(seeds=1)
     subprocess.run(
         [sys.executable, "-c", script, json.dumps(raw), str(tmp_path / "out")],
-        check=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(edited)}, timeout=120,
+        check=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(edited)},
+        timeout=120,
     )
     other = read_table(tmp_path / "out" / "small" / "runs").to_pandas()
     assert len(other) == 4 and code_digest() not in set(other["code_digest"])
@@ -228,7 +240,11 @@ def _cell_id_in(parent: Path, spec: dict) -> tuple[str, str]:
     """The code folder and a cell id as a fresh interpreter importing the copy in ``parent`` sees them."""
     done = subprocess.run(
         [sys.executable, "-c", _CELL_ID, json.dumps(spec)],
-        cwd=parent, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(parent)},
+        cwd=parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(parent)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     folder, identity = json.loads(done.stdout.strip().splitlines()[-1])

@@ -26,7 +26,12 @@ def _apply(ranked: RankedSet, changes: dict) -> None:
     "sort_below, shift", [(0, 2), (0, 4), (10_000, 8)], ids=["blocks of 4", "blocks of 16", "whole sort"]
 )
 @settings(max_examples=150, deadline=None)
-@given(batches=st.lists(CHANGES, max_size=12), single=st.booleans(), count=st.integers(0, 45), skip=st.sets(st.integers(0, 40)))
+@given(
+    batches=st.lists(CHANGES, max_size=12),
+    single=st.booleans(),
+    count=st.integers(0, 45),
+    skip=st.sets(st.integers(0, 40)),
+)
 def test_members_come_out_by_key_then_node(sort_below, shift, batches, single, count, skip):
     original = ranked_module._SORT_BELOW, ranked_module._BLOCK_SHIFT
     ranked_module._SORT_BELOW, ranked_module._BLOCK_SHIFT = sort_below, shift

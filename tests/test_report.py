@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from sweep_helpers import tiny_tune_raw
 from tiersweep.analysis import plots
 from tiersweep.analysis.load import load
 from tiersweep.analysis.plots import gantt, log_axes, metric_grid, spans_decades
@@ -30,8 +31,6 @@ from tiersweep.cli import main
 from tiersweep.core.errors import TiersweepError
 from tiersweep.sweep.config import parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
-
-from sweep_helpers import tiny_tune_raw
 
 # -- hand-made results folders ---------------------------------------------------------------------
 
@@ -48,7 +47,9 @@ CONFIG = {
 RESPONSE = {"fcfs": 200_000.0, "easy": 2_000.0, "amcbf": 1_500.0}
 
 
-def write_folder(root: Path, config: dict[str, Any], rows: list[dict[str, Any]], config_text: str | None = None) -> Path:
+def write_folder(
+    root: Path, config: dict[str, Any], rows: list[dict[str, Any]], config_text: str | None = None
+) -> Path:
     """A results folder as the store writes it: ``runs/part-*.parquet`` and ``manifest.json``."""
     (root / "runs").mkdir(parents=True)
     frame = pd.DataFrame(rows)
@@ -221,7 +222,9 @@ def test_values_spanning_more_than_a_decade_get_a_log_axis(tmp_path, monkeypatch
     assert scales == [("mean response time (s) (log scale)", "log")]
     page = report_page(tmp_path / "handmade", tmp_path)
     caption = next(c for c in page.captions if "against offered load" in c)
-    assert "log axis: mean response time (s)" in caption and "log axis: mean response time (s), utilisation" not in caption
+    assert (
+        "log axis: mean response time (s)" in caption and "log axis: mean response time (s), utilisation" not in caption
+    )
 
 
 @pytest.mark.slow
@@ -295,17 +298,23 @@ def test_table_shows_the_sweep_summary_metrics_in_one_number_format(tmp_path):
 
 def test_few_seeds_warning_stands_above_the_summary_table(tmp_path):
     warnings: list[str] = []
-    page = report_page(write_folder(tmp_path / "two", CONFIG, handmade_rows(seeds=2)), tmp_path / "a", on_warning=warnings.append)
+    page = report_page(
+        write_folder(tmp_path / "two", CONFIG, handmade_rows(seeds=2)), tmp_path / "a", on_warning=warnings.append
+    )
     assert page.order == ["warning", "summary"]
     assert "fewer than 3 seeds" in page.warning and "6 of 6 group(s)" in page.warning
     assert warnings == [page.warning.strip()]
-    page = report_page(write_folder(tmp_path / "three", CONFIG, handmade_rows(seeds=3)), tmp_path / "b", on_warning=warnings.append)
+    page = report_page(
+        write_folder(tmp_path / "three", CONFIG, handmade_rows(seeds=3)), tmp_path / "b", on_warning=warnings.append
+    )
     assert page.order == ["summary"] and page.warning == "" and len(warnings) == 1
 
 
 @pytest.mark.slow
 def test_config_is_shown_as_the_yaml_the_user_wrote(tmp_path):
-    text = "# my sweep: FCFS first on purpose\nname: handmade\ngrid:\n  policy.name: [fcfs, easy, amcbf]   # order kept\n"
+    text = (
+        "# my sweep: FCFS first on purpose\nname: handmade\ngrid:\n  policy.name: [fcfs, easy, amcbf]   # order kept\n"
+    )
     page = report_page(write_folder(tmp_path / "written", CONFIG, handmade_rows(), config_text=text), tmp_path / "a")
     assert page.config == text
     # Without the text (older folders): the parsed config as YAML, keys in the given order.
@@ -342,7 +351,8 @@ def test_gantt_titles_name_policy_load_and_seed(with_segments, tmp_path):
     first = runs.iloc[0]  # the first cell fixes the grid point and the seed of every chart
     gantts = [c for c in page.captions if c.startswith("Gantt chart")]
     assert gantts == [
-        f"Gantt chart: {policy}, load {first['workload.load']:g}, seed {first['seed']}, whole run" for policy in ("easy", "amcbf")
+        f"Gantt chart: {policy}, load {first['workload.load']:g}, seed {first['seed']}, whole run"
+        for policy in ("easy", "amcbf")
     ]
     assert not any(cell_id in " ".join(page.captions + page.images) for cell_id in runs["cell_id"])
 
@@ -375,13 +385,28 @@ def test_report_gantt_window_and_chosen_runs_from_the_command_line(with_segments
     runs = load(with_segments)
     late = runs[(runs["workload.load"] == 0.9)]["seed"].iloc[-1]
     out = tmp_path / "report"
-    status = main(["report", str(with_segments), "--out", str(out), "--window", "1000:5000", "--gantt-at", "workload.load=0.9", "--gantt-at", f"seed={late}"])
+    status = main(
+        [
+            "report",
+            str(with_segments),
+            "--out",
+            str(out),
+            "--window",
+            "1000:5000",
+            "--gantt-at",
+            "workload.load=0.9",
+            "--gantt-at",
+            f"seed={late}",
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 0
     assert "fewer than 3 seeds" in captured.err  # 2 seeds: said once, on stderr
     page = Page((out / "index.html").read_text())
     gantts = [c for c in page.captions if c.startswith("Gantt chart")]
-    assert gantts == [f"Gantt chart: {policy}, load 0.9, seed {late}, t = 1,000 to 5,000 s" for policy in ("easy", "amcbf")]
+    assert gantts == [
+        f"Gantt chart: {policy}, load 0.9, seed {late}, t = 1,000 to 5,000 s" for policy in ("easy", "amcbf")
+    ]
     for src in page.images:
         assert (out / src).is_file()
 
@@ -421,7 +446,9 @@ def study(tmp_path_factory):
     from tiersweep.sweep.tune import run_tuning
     from tiersweep.sweep.tune_config import parse_tune_config
 
-    return run_tuning(parse_tune_config(copy.deepcopy(TUNE)), tmp_path_factory.mktemp("tune"), backend="serial", progress=False)
+    return run_tuning(
+        parse_tune_config(copy.deepcopy(TUNE)), tmp_path_factory.mktemp("tune"), backend="serial", progress=False
+    )
 
 
 def test_tuning_history_shows_the_baseline_and_the_spread_over_seeds(study):
@@ -484,21 +511,43 @@ def test_a_sensitivity_study_of_several_grids_gets_a_figure_per_axis(tmp_path):
     config = {
         "name": "grids",
         "base": CONFIG["base"],
-        "grids": [{"policy.name": ["fcfs", "easy"], "workload.load": [0.9, 0.6]}, {"policy.name": ["amcbf"], "platform.migration_cost": [600, 0]}],
+        "grids": [
+            {"policy.name": ["fcfs", "easy"], "workload.load": [0.9, 0.6]},
+            {"policy.name": ["amcbf"], "platform.migration_cost": [600, 0]},
+        ],
         "seeds": 3,
     }
     rows = [r | {"platform.migration_cost": 20.0} for r in handmade_rows() if r["policy.name"] != "amcbf"]
     for cost in (0.0, 600.0):
         for seed in (1, 2, 3):
             rows.append(
-                {"policy.name": "amcbf", "workload.load": float("nan"), "platform.migration_cost": cost, "platform.kind": "nodes", "seed": seed,
-                 "mean_response": 1_000.0 + cost + seed, "mean_wait": 10.0, "mean_bsld": 2.0 + cost / 100, "utilization": 0.6,
-                 "migrations_per_job": 0.1, "accept_rate": 1.0}
+                {
+                    "policy.name": "amcbf",
+                    "workload.load": float("nan"),
+                    "platform.migration_cost": cost,
+                    "platform.kind": "nodes",
+                    "seed": seed,
+                    "mean_response": 1_000.0 + cost + seed,
+                    "mean_wait": 10.0,
+                    "mean_bsld": 2.0 + cost / 100,
+                    "utilization": 0.6,
+                    "migrations_per_job": 0.1,
+                    "accept_rate": 1.0,
+                }
             )
     page = report_page(write_folder(tmp_path / "grids", config, rows), tmp_path)
     captions = [c for c in page.captions if " against " in c]
     assert len(captions) == 2
-    assert captions[0].endswith("against offered load; log axis: mean response time (s) (values span more than a decade)")
+    assert captions[0].endswith(
+        "against offered load; log axis: mean response time (s) (values span more than a decade)"
+    )
     assert "against migration cost (s) (load not set)" in captions[1]
     keys = [tuple(row[:3]) for row in page.body_rows]
-    assert keys == [("fcfs", "0.9", "20"), ("fcfs", "0.6", "20"), ("easy", "0.9", "20"), ("easy", "0.6", "20"), ("amcbf", "", "600"), ("amcbf", "", "0")]
+    assert keys == [
+        ("fcfs", "0.9", "20"),
+        ("fcfs", "0.6", "20"),
+        ("easy", "0.9", "20"),
+        ("easy", "0.6", "20"),
+        ("amcbf", "", "600"),
+        ("amcbf", "", "0"),
+    ]

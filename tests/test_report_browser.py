@@ -106,7 +106,10 @@ def test_every_figure_loads_and_the_summary_table_is_there(report, tmp_path):
     assert found["summary_rows"] == "6", found  # 3 policies x 2 loads
     # The check can fail: a page with a missing figure is caught.
     damaged = report.with_name("damaged.html")
-    damaged.write_text(report.read_text(encoding="utf-8").replace("</body>", "<img src='figures/missing.png'></body>"), encoding="utf-8")
+    damaged.write_text(
+        report.read_text(encoding="utf-8").replace("</body>", "<img src='figures/missing.png'></body>"),
+        encoding="utf-8",
+    )
     found = checked(binary, damaged, tmp_path / "profile")
     assert found["broken"] == "1" and found["broken_src"] == "figures/missing.png", found
 
@@ -117,7 +120,14 @@ def test_the_page_renders_to_a_screenshot_that_is_not_blank(report, tmp_path):
 
     binary = browser()
     shot = tmp_path / "report.png"
-    result = run_browser(binary, report, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,4000", "--virtual-time-budget=10000")
+    result = run_browser(
+        binary,
+        report,
+        tmp_path / "profile",
+        f"--screenshot={shot}",
+        "--window-size=1280,4000",
+        "--virtual-time-budget=10000",
+    )
     assert shot.is_file(), f"no screenshot: exit {result.returncode}\n{result.stderr[-2000:]}"
     pixels = matplotlib.image.imread(shot)[..., :3]
     assert pixels.shape[:2] == (4000, 1280)

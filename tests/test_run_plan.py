@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sweep_helpers import write_swf
 from tiersweep.core import simulate
 from tiersweep.core.params import Param
 from tiersweep.core.platforms.nodes import Nodes
@@ -20,8 +21,6 @@ from tiersweep.core.policies import POLICIES, register_policy
 from tiersweep.core.policies.backfill import Easy
 from tiersweep.sweep.batch import run_batch, task_for
 from tiersweep.sweep.config import expand, parse_sweep_config
-
-from sweep_helpers import write_swf
 
 CHECKS: Counter[str] = Counter()
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from sweep_helpers import small_raw, tiny_tune_raw, write_yaml
 from tiersweep.core.safe_files import LinkRefusedError, atomic_writer, open_in_place, write_atomic
 from tiersweep.sweep.folder_lock import LOCK_NAME
-from sweep_helpers import small_raw, tiny_tune_raw, write_yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
 VICTIM_TEXT = "precious data that tiersweep must never touch\n"
@@ -40,8 +40,10 @@ def _tiersweep(*args: str) -> subprocess.CompletedProcess:
 
 def _assert_refused(result: subprocess.CompletedProcess, link: Path, victim: Path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stderr == f"tiersweep: error: {link}: is a symbolic link; tiersweep writes no file through a link " \
-        "or onto a special file: remove it, or write somewhere else\n", result.stderr
+    assert (
+        result.stderr == f"tiersweep: error: {link}: is a symbolic link; tiersweep writes no file through a link "
+        "or onto a special file: remove it, or write somewhere else\n"
+    ), result.stderr
     assert victim.read_text() == VICTIM_TEXT
     assert link.is_symlink() and os.readlink(link) == str(victim)
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import make_jobs, run_jobs, starts
 from tiersweep.core.engine import Engine
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import make_policy
-from helpers import make_jobs, run_jobs, starts
 
 N = 10
 

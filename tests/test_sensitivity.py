@@ -154,8 +154,9 @@ def test_sobol_study_resumes_grows_and_matches_a_linear_function(tmp_path):
         run_sweep(config, out, backend="serial", progress=False, on_batch=interrupt)
     again = run_sweep(config, out, backend="serial", progress=False)
     assert again.stored_before >= 30 and again.stored_before + again.computed == 160
-    grown = run_sweep(load_sweep_config(config_file(tmp_path, "sobol", 32, seeds=2)), out, backend="serial",
-                      progress=False)
+    grown = run_sweep(
+        load_sweep_config(config_file(tmp_path, "sobol", 32, seeds=2)), out, backend="serial", progress=False
+    )
     assert (grown.stored_before, grown.computed) == (160, 160)
     result = analyse(out / "sobol", metrics=["linear", "noisy"], resamples=300)
     linear, noisy = result.metrics
@@ -258,8 +259,14 @@ LOG = {"workload.load": {"low": 0, "high": 1, "log": True}}
     [
         ({"method": "grid", "n": 4, "params": LOAD}, r"^sample.method: expected one of sobol"),
         ({"method": "sobol", "n": 12, "params": LOAD}, r"^sample.n: a Sobol design needs a power of 2 .* give 8 or 16"),
-        ({"method": "sobol", "n": 8, "params": {"workload.load": {"low": 1, "high": 0}}}, r"^sample.params.\S+: expected low"),
-        ({"method": "sobol", "n": 8, "params": {"policy.name": {"low": 0, "high": 1}}}, r"^sample.params.policy.name: already"),
+        (
+            {"method": "sobol", "n": 8, "params": {"workload.load": {"low": 1, "high": 0}}},
+            r"^sample.params.\S+: expected low",
+        ),
+        (
+            {"method": "sobol", "n": 8, "params": {"policy.name": {"low": 0, "high": 1}}},
+            r"^sample.params.policy.name: already",
+        ),
         ({"method": "morris", "n": 8, "levels": 3, "params": LOAD}, r"^sample.levels: expected an even"),
         ({"method": "sobol", "n": 8, "params": LG}, r"^sample.params.workload.load.lg: unknown key"),
         ({"method": "sobol", "n": 8, "params": LOG}, r"^sample.params.workload.load.low: a log range needs low > 0"),
@@ -280,8 +287,9 @@ def test_the_report_and_the_notebook_of_a_sampled_design(tmp_path, monkeypatch, 
 
     out = tmp_path / "results"
     name = "sensitivity_smcbf_screen"  # (the folder the notebook's cell looks for)
-    run_sweep(load_sweep_config(config_file(tmp_path, "morris", 4, seeds=2, name=name)), out, backend="serial",
-              progress=False)
+    run_sweep(
+        load_sweep_config(config_file(tmp_path, "morris", 4, seeds=2, name=name)), out, backend="serial", progress=False
+    )
     folder = out / name
     page = write_report(folder).read_text()
     assert "<h2 id='sensitivity'>" in page and "mu_star" in page
@@ -319,16 +327,25 @@ def test_second_order_indices_of_ishigami(tmp_path):
 
 def test_a_sampled_range_the_spec_refuses_is_named_by_its_end(tmp_path):
     config = parse_sweep_config(
-        {"name": "d", "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4}},
-         "sample": {"method": "sobol", "n": 4, "params": {"platform.migration_cost": {"low": -100, "high": 100}}}}
+        {
+            "name": "d",
+            "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4}},
+            "sample": {"method": "sobol", "n": 4, "params": {"platform.migration_cost": {"low": -100, "high": 100}}},
+        }
     )
-    with pytest.raises(SpecError, match=r"^sample.params.platform.migration_cost.low: -100.0 is not a valid value: "
-                       r"platform.migration_cost: expected a non-negative number"):
+    with pytest.raises(
+        SpecError,
+        match=r"^sample.params.platform.migration_cost.low: -100.0 is not a valid value: "
+        r"platform.migration_cost: expected a non-negative number",
+    ):
         expand(config)
     # A parameter valid only with the grid's values is checked with them.
     fine = parse_sweep_config(
-        {"name": "d", "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4, "tiers": 2}},
-         "grid": {"policy.name": ["smcbf"]},
-         "sample": {"method": "sobol", "n": 4, "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}}}}
+        {
+            "name": "d",
+            "base": {"workload": {"model": "jann97", "jobs": 5}, "platform": {"nodes": 4, "tiers": 2}},
+            "grid": {"policy.name": ["smcbf"]},
+            "sample": {"method": "sobol", "n": 4, "params": {"policy.bg_threshold": {"low": 0.5, "high": 1.0}}},
+        }
     )
     assert len(expand(fine)) == 4 * 2  # (with one parameter AB_1 is B: the same cell, stored once)

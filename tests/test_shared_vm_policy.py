@@ -20,6 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import make_jobs
+from test_shared_vms import assert_fair
+from tiersweep.cli import main
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
@@ -29,9 +32,6 @@ from tiersweep.core.policies import make_policy
 from tiersweep.core.policies.vm_backfill import SELECTORS, VmBackfill, select_vms
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import policy_runs_on, validate_spec
-from helpers import make_jobs
-from tiersweep.cli import main
-from test_shared_vms import assert_fair
 
 # -- a platform with given PCs: the paper's figure 6 ------------------------------------------
 
@@ -144,7 +144,13 @@ def test_selectors_registry_and_errors():
     with pytest.raises(SpecError, match="policy.selector: unknown value 'best'; valid choices"):
         make_policy("vm_backfill", selector="best")
     with pytest.raises(SpecError, match="policy.selector"):
-        validate_spec({"workload": {"model": "lublin03"}, "platform": {"kind": "shared_vms"}, "policy": {"name": "vm_backfill", "selector": "x"}})
+        validate_spec(
+            {
+                "workload": {"model": "lublin03"},
+                "platform": {"kind": "shared_vms"},
+                "policy": {"name": "vm_backfill", "selector": "x"},
+            }
+        )
     assert policy_runs_on("vm_backfill", "shared_vms") and policy_runs_on("vm_backfill", "nodes")
     assert not policy_runs_on("vm_backfill", "fat_tree")
 
@@ -233,7 +239,9 @@ def shared_platforms(draw):
     return dict(machines=machines, vms=vms, shares=shares, max=caps, strict_allocation=True)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(shared_platforms(), WORKLOAD, st.sampled_from(sorted(SELECTORS)))
 def test_the_head_never_starts_after_its_first_shadow_when_estimates_bound_runtimes(params, draw_rows, selector):
     # Every job runs at least at the EC of its slowest VM, so with requested times that bound
@@ -244,7 +252,9 @@ def test_the_head_never_starts_after_its_first_shadow_when_estimates_bound_runti
     jobs = make_jobs(rows, n, estimate="requested", overrun="kill")
     policy = ShadowRecordingVmBackfill(selector=selector)
     Engine(jobs, platform, policy).run()
-    late = [(jobs[i].job_id, s, jobs[i].start_time) for i, s in policy.first_shadow.items() if jobs[i].start_time > s + 1e-6]
+    late = [
+        (jobs[i].job_id, s, jobs[i].start_time) for i, s in policy.first_shadow.items() if jobs[i].start_time > s + 1e-6
+    ]
     assert not late
 
 
@@ -262,7 +272,9 @@ def audit(sim):
     assert_fair(sim.platform)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(shared_platforms(), WORKLOAD, st.sampled_from(sorted(SELECTORS)), st.sampled_from(["requested", "exact"]))
 def test_contract_on_shared_vms(params, draw_rows, selector, estimate):
     platform = SharedVms(**params)
@@ -297,7 +309,11 @@ def test_one_vm_per_machine_vm_backfill_is_easy(kth_path):
     easy = simulate({**base, "platform": {"kind": "nodes", "nodes": 100}, "policy": {"name": "easy"}}).jobs
     for selector in sorted(SELECTORS):
         vm = simulate(
-            {**base, "platform": {"kind": "shared_vms", "machines": 100, "vms": 1}, "policy": {"name": "vm_backfill", "selector": selector}}
+            {
+                **base,
+                "platform": {"kind": "shared_vms", "machines": 100, "vms": 1},
+                "policy": {"name": "vm_backfill", "selector": selector},
+            }
         ).jobs
         assert np.array_equal(easy["start_time"], vm["start_time"]), selector
         assert np.array_equal(easy["finish_time"], vm["finish_time"]), selector
@@ -308,9 +324,31 @@ def test_tiersweep_run_with_the_paper_configs(capsys):
 
     root = Path(__file__).resolve().parents[1]
     for name in ("paper001_table1.yaml", "paper001_table2.yaml", "paper001_ctc.yaml"):
-        assert main(["run", str(root / "configs" / name), "--json", "--set", "workload.jobs=300", "--set", "policy.selector=pcfc-sg"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    str(root / "configs" / name),
+                    "--json",
+                    "--set",
+                    "workload.jobs=300",
+                    "--set",
+                    "policy.selector=pcfc-sg",
+                ]
+            )
+            == 0
+        )
         out = json.loads(capsys.readouterr().out)
-        for key in ("utilization", "efficiency", "median_xf", "median_xf_c", "p90_xf", "makespan", "util_at_occ_100", "allocation_fallbacks"):
+        for key in (
+            "utilization",
+            "efficiency",
+            "median_xf",
+            "median_xf_c",
+            "p90_xf",
+            "makespan",
+            "util_at_occ_100",
+            "allocation_fallbacks",
+        ):
             assert key in out["metrics"] if "metrics" in out else key in out, (name, key)
 
 

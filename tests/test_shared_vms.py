@@ -23,19 +23,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import make_jobs
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.jobs import Job
 from tiersweep.core.metrics import job_records
 from tiersweep.core.platforms import Nodes, SharedVms
-from tiersweep.core.policies.base import BasePolicy
-from tiersweep.core.platforms.shared_vms import SHARED_VMS_PARAMS, waterfill
-from tiersweep.core.platforms.shared_vms import SETTLE_PLAN, AllocationError, OccupancyStats, solve_sparse
+from tiersweep.core.platforms.shared_vms import (
+    SETTLE_PLAN,
+    SHARED_VMS_PARAMS,
+    AllocationError,
+    OccupancyStats,
+    solve_sparse,
+    waterfill,
+)
 from tiersweep.core.platforms.shared_vms.allocator import best_responses
 from tiersweep.core.policies import make_policy
+from tiersweep.core.policies.base import BasePolicy
 from tiersweep.core.simulate import simulate
 from tiersweep.core.spec import validate_spec
-from helpers import make_jobs
 
 TOL = 1e-12
 
@@ -305,7 +311,9 @@ def replay(platform: SharedVms, ops, check) -> int:
 
 
 # Derandomised: the same examples on every run (a CI failure is then always reproducible).
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=300, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @SETTINGS
@@ -405,7 +413,9 @@ def test_one_vm_per_machine_without_caps_is_the_nodes_platform(kth_path, policy)
         lambda n: st.tuples(
             st.just(n),
             st.lists(
-                st.tuples(st.sampled_from([0, 0, 1, 5, 50]), st.integers(0, 500), st.integers(1, n), st.integers(1, 600)),
+                st.tuples(
+                    st.sampled_from([0, 0, 1, 5, 50]), st.integers(0, 500), st.integers(1, n), st.integers(1, 600)
+                ),
                 min_size=1,
                 max_size=20,
             ),

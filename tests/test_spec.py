@@ -169,7 +169,9 @@ def test_bad_workload_choice_names_key_and_lists_choices(key, value, choices):
         assert choice in message
 
 
-@pytest.mark.parametrize(("key", "value"), [("jobs", 0), ("jobs", -5), ("jobs", 1.5), ("lenient", "yes"), ("lenient", 1), ("trace", "")])
+@pytest.mark.parametrize(
+    ("key", "value"), [("jobs", 0), ("jobs", -5), ("jobs", 1.5), ("lenient", "yes"), ("lenient", 1), ("trace", "")]
+)
 def test_bad_workload_value_names_the_key(key, value):
     message = spec_error({"workload": {"trace": "t.swf", key: value}})
     assert f"workload.{key}" in message
@@ -195,7 +197,9 @@ def test_spec_error_is_a_tiersweep_value_error():
 # --- selective xfactor_threshold ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "expected"), [("adaptive", "adaptive"), (1, 1.0), (1.0, 1.0), (25, 25.0), (7.5, 7.5)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("adaptive", "adaptive"), (1, 1.0), (1.0, 1.0), (25, 25.0), (7.5, 7.5)]
+)
 def test_selective_accepts_adaptive_or_number_at_least_one(value, expected):
     out = validate_spec({**BASE, "policy": {"name": "selective", "xfactor_threshold": value}})
     assert out["policy"]["xfactor_threshold"] == expected
@@ -341,10 +345,23 @@ def test_policy_migration_cost_is_stored_as_platform_migration_cost():
     new = validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf"}})
     assert old == new
     assert old["platform"]["migration_cost"] == 120.0 and "migration_cost" not in old["policy"]
-    same = validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf", "migration_cost": 120}})
+    same = validate_spec(
+        {**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf", "migration_cost": 120}}
+    )
     assert same == new
     with pytest.raises(SpecError, match=r"^policy.migration_cost: 600 contradicts platform.migration_cost: 120"):
-        validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf", "migration_cost": 600}})
+        validate_spec(
+            {
+                **base,
+                "platform": {"tiers": 2, "migration_cost": 120},
+                "policy": {"name": "amcbf", "migration_cost": 600},
+            }
+        )
     # --set and grid axes name either key and override the base spec either way.
     assert set_key(old, "policy.migration_cost", 5)["platform"]["migration_cost"] == 5
-    assert validate_spec(set_key({**base, "policy": {"name": "amcbf", "migration_cost": 1}}, "platform.migration_cost", 7))["platform"]["migration_cost"] == 7.0
+    assert (
+        validate_spec(
+            set_key({**base, "policy": {"name": "amcbf", "migration_cost": 1}}, "platform.migration_cost", 7)
+        )["platform"]["migration_cost"]
+        == 7.0
+    )

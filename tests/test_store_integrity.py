@@ -20,13 +20,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tiersweep.analysis import load
-from tiersweep.cli import main
-from tiersweep.sweep.driver import run_sweep
-from tiersweep.sweep import store
-from tiersweep.sweep.store import compact, read_jobs, read_table
 from sweep_helpers import small_config, small_raw, write_yaml
 from test_faults import small_disk  # noqa: F401 (a fixture)
+from tiersweep.analysis import load
+from tiersweep.cli import main
+from tiersweep.sweep import store
+from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.store import compact, read_jobs, read_table
 
 PROJECT = Path(__file__).resolve().parents[1]
 TABLES = ("runs", "jobs", "segments")
@@ -197,7 +197,7 @@ def test_cells_recomputed_after_the_clock_moved_back_are_the_ones_readers_see(tm
     assert (load(root)["status"] == "ok").all()
     jobs = read_jobs(root).to_pandas()
     assert len(jobs) == 8 * 300 and not jobs.duplicated(["cell_id", "job_id"]).any()
-    assert (jobs["written_at"] < dt.datetime.now(dt.timezone.utc)).all()  # the recomputed records
+    assert (jobs["written_at"] < dt.datetime.now(dt.UTC)).all()  # the recomputed records
     assert len(load(root, "jobs")) == 8 * 300
     last = run_sweep(config, tmp_path, backend="serial", with_jobs=True, retry_failed=True, progress=False)
     assert last.computed == 0
@@ -238,7 +238,7 @@ def test_a_store_written_before_the_write_counter_still_reads_newest_by_time_the
     runs = read_table(root / "runs").to_pandas()
     assert runs["write_seq"].notna().all() and len(runs) == 8
     assert len(read_jobs(root)) == 8 * 300
-    assert (read_jobs(root).to_pandas()["written_at"] < dt.datetime.now(dt.timezone.utc)).all()
+    assert (read_jobs(root).to_pandas()["written_at"] < dt.datetime.now(dt.UTC)).all()
     compact(root)
     assert len(read_table(root / "runs", latest_only=False)) == 8 and len(read_jobs(root)) == 8 * 300
 

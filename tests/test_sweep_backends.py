@@ -16,20 +16,20 @@ import re
 import pandas as pd
 import pytest
 
+from sweep_helpers import runs_frame, small_config, small_raw, write_malformed_swf, write_swf, write_yaml
+from tiersweep.cli import main
+from tiersweep.contract.backends import BackendContract, tiny_tasks
 from tiersweep.core import simulate
 from tiersweep.core.errors import TiersweepError, TraceFormatError
-from tiersweep.contract.backends import BackendContract, tiny_tasks
 from tiersweep.core.params import Param, any_string
 from tiersweep.sweep.backends import BACKENDS, SerialBackend, backend_options, make_backend, parse_backend_options
 from tiersweep.sweep.batch import failed_outcomes, run_batch, task_for
-from tiersweep.cli import main
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, run_sweep
 from tiersweep.sweep.runner import _batch_size
-from tiersweep.sweep.worker_env import BLAS_ENV, blas_threads
 from tiersweep.sweep.store import read_jobs
 from tiersweep.sweep.summary import summary_frame
-from sweep_helpers import runs_frame, small_config, small_raw, write_malformed_swf, write_swf, write_yaml
+from tiersweep.sweep.worker_env import BLAS_ENV, blas_threads
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +54,13 @@ def serial_run(tmp_path_factory):
 
 
 def _jobs_frame(root):
-    return read_jobs(root).to_pandas().drop(columns=["written_at", "write_seq"]).sort_values(["cell_id", "job_id"]).reset_index(drop=True)
+    return (
+        read_jobs(root)
+        .to_pandas()
+        .drop(columns=["written_at", "write_seq"])
+        .sort_values(["cell_id", "job_id"])
+        .reset_index(drop=True)
+    )
 
 
 def _check_same_as_serial(root, serial_root):
@@ -83,7 +89,9 @@ def test_ray_backend_stores_the_same_rows_as_serial(tmp_path, serial_run, ray_cl
 
 
 def test_unknown_backend_is_an_error_listing_the_choices():
-    with pytest.raises(TiersweepError, match=r"^--backend: unknown backend 'dask'; valid choices: ray, process, serial$"):
+    with pytest.raises(
+        TiersweepError, match=r"^--backend: unknown backend 'dask'; valid choices: ray, process, serial$"
+    ):
         make_backend("dask")
     assert list(BACKENDS) == ["ray", "process", "serial"]
     assert isinstance(make_backend("serial"), SerialBackend)
@@ -294,7 +302,9 @@ def test_cells_slower_than_a_batch_run_one_per_batch():
 
 
 def test_batch_size_follows_the_median_of_recent_durations():
-    assert _batch_size([0.1] * 9 + [100.0], remaining=10_000, workers=1) == _batch_size([0.1], remaining=10_000, workers=1)
+    assert _batch_size([0.1] * 9 + [100.0], remaining=10_000, workers=1) == _batch_size(
+        [0.1], remaining=10_000, workers=1
+    )
     assert _batch_size([10.0] * 100 + [0.1] * 50, remaining=10_000, workers=1) == _batch_size([0.1], 10_000, 1)
 
 

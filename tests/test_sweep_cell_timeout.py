@@ -12,8 +12,8 @@ import threading
 import time
 
 import pytest
-from sweep_helpers import write_yaml
 
+from sweep_helpers import write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.config import expand, parse_sweep_config
@@ -51,7 +51,9 @@ def _check_stored(root) -> None:
 def test_the_serial_backend_stops_a_slow_cell_and_restores_the_alarm(tmp_path, capsys):
     handler = signal.getsignal(signal.SIGALRM)
     config = write_yaml(tmp_path / "slow.yaml", _raw())
-    code = main(["sweep", str(config), "--backend", "serial", "--cell-timeout", f"{LIMIT:g}", "--out", str(tmp_path / "out")])
+    code = main(
+        ["sweep", str(config), "--backend", "serial", "--cell-timeout", f"{LIMIT:g}", "--out", str(tmp_path / "out")]
+    )
     assert code == 1
     assert "1 failed" in capsys.readouterr().out
     _check_stored(tmp_path / "out" / "slow")

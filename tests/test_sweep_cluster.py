@@ -31,9 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 import pytest
@@ -205,7 +205,9 @@ def cluster_cpus(address: str) -> float:
     return 0.0
 
 
-def wait_for(condition, what: str, timeout: float, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
+def wait_for(
+    condition, what: str, timeout: float, proc: subprocess.Popen | None = None, log: Path | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if proc is not None and proc.poll() is not None:
@@ -247,8 +249,13 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
     with ExitStack() as stack:
         stack.enter_context(
             ray_node(
-                ["--head", f"--port={head_port}", "--include-dashboard=false", f"--dashboard-port={ports.one()}",
-                 *node_arguments(ports, short_tmp / "head")],
+                [
+                    "--head",
+                    f"--port={head_port}",
+                    "--include-dashboard=false",
+                    f"--dashboard-port={ports.one()}",
+                    *node_arguments(ports, short_tmp / "head"),
+                ],
                 tmp_path / "head.log",
             )
         )
@@ -260,7 +267,11 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
         with open(sweep_log, "wb") as log:
             sweep = subprocess.Popen(
                 [sys.executable, "-m", "tiersweep", "sweep", str(config_path), "--out", str(out), "--address", address],
-                cwd=PROJECT, env=ray_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=PROJECT,
+                env=ray_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         stack.callback(kill_session, sweep)
 
@@ -272,7 +283,9 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
         def worker_runs_a_batch() -> bool:
             return any("run_batch" in command_line(pid) for pid in session_pids(worker.pid))
 
-        wait_for(lambda: stored() >= KILL_AFTER_CELLS, f"{KILL_AFTER_CELLS} stored cells", SWEEP_SECONDS, sweep, sweep_log)
+        wait_for(
+            lambda: stored() >= KILL_AFTER_CELLS, f"{KILL_AFTER_CELLS} stored cells", SWEEP_SECONDS, sweep, sweep_log
+        )
         wait_for(worker_runs_a_batch, "a batch running on the worker node", SWEEP_SECONDS, sweep, sweep_log)
         stored_at_kill = stored()
         killed_at = time.monotonic()
@@ -288,7 +301,9 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
                 f"({stored()} of {len(cells)} cells stored):\n{tail(sweep_log)}"
             )
         after_kill = time.monotonic() - killed_at
-        print(f"worker node killed with {stored_at_kill} of {len(cells)} cells stored; the sweep exited {after_kill:.1f} s later")
+        print(
+            f"worker node killed with {stored_at_kill} of {len(cells)} cells stored; the sweep exited {after_kill:.1f} s later"
+        )
         output = tail(sweep_log, 10_000)
         assert status == 0, f"exit status {status} after losing a node ({after_kill:.0f} s later):\n{output}"
 
@@ -313,7 +328,11 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
         # A re-run has nothing left to do (and so starts no Ray client at all).
         rerun = subprocess.run(
             [sys.executable, "-m", "tiersweep", "sweep", str(config_path), "--out", str(out), "--address", address],
-            cwd=PROJECT, env=ray_env(), capture_output=True, text=True, timeout=300,
+            cwd=PROJECT,
+            env=ray_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
         assert "0 computed now" in rerun.stdout and f"{len(cells)} already stored" in rerun.stdout

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 import tiersweep.sweep.cells
+from sweep_helpers import BASE, GRID, small_config, small_raw, write_swf, write_yaml
+from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.core.spec import validate_spec
 from tiersweep.sweep.cells import canonical_json, cell_id, flatten, replicate_seed
-from tiersweep.cli import main
 from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
-from sweep_helpers import BASE, GRID, small_config, small_raw, write_swf, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,13 +53,19 @@ def test_grid_is_the_cartesian_product_in_config_order_then_seeds():
     for cell in cells:
         # The point is the grid values only; the spec carries them, validated and complete.
         assert cell.spec == validate_spec(
-            {**BASE, "seed": cell.seed, "policy": {"name": cell.point["policy.name"]},
-             "workload": {**BASE["workload"], "load": cell.point["workload.load"]}}
+            {
+                **BASE,
+                "seed": cell.seed,
+                "policy": {"name": cell.point["policy.name"]},
+                "workload": {**BASE["workload"], "load": cell.point["workload.load"]},
+            }
         )
 
 
 def test_axis_order_follows_the_config_and_the_last_axis_varies_fastest():
-    raw = small_raw(grid={"workload.load": [0.6, 0.9], "policy.name": ["easy", "cmbf"], "platform.tiers": [1, 2]}, seeds=[5])
+    raw = small_raw(
+        grid={"workload.load": [0.6, 0.9], "policy.name": ["easy", "cmbf"], "platform.tiers": [1, 2]}, seeds=[5]
+    )
     points = [c.point for c in expand(parse_sweep_config(raw))]
     assert points == [
         {"workload.load": load, "policy.name": name, "platform.tiers": tiers}
@@ -118,7 +124,9 @@ def test_zip_lists_of_unequal_lengths_are_an_error_naming_the_group_and_lengths(
 
 
 def test_the_second_zip_group_is_named_by_its_index():
-    raw = small_raw(zip=[{"policy.migration_cost": [0]}, {"workload.cpu_accuracy": [1.0, 0.5], "workload.cpu_prior": [1.0]}])
+    raw = small_raw(
+        zip=[{"policy.migration_cost": [0]}, {"workload.cpu_accuracy": [1.0, 0.5], "workload.cpu_prior": [1.0]}]
+    )
     with pytest.raises(SpecError, match=r"^zip\[1\]"):
         parse_sweep_config(raw)
 
@@ -154,7 +162,12 @@ def test_exclude_with_scalar_values_drops_the_points_matching_every_key():
     raw = small_raw(exclude=[{"policy.name": "easy", "workload.load": 0.9}])
     cells = expand(parse_sweep_config(raw))
     kept = [(c.point["policy.name"], c.point["workload.load"]) for c in cells]
-    assert kept == [(n, l) for n, l in itertools.product(GRID["policy.name"], GRID["workload.load"]) if (n, l) != ("easy", 0.9) for _ in range(2)]
+    assert kept == [
+        (n, l)
+        for n, l in itertools.product(GRID["policy.name"], GRID["workload.load"])
+        if (n, l) != ("easy", 0.9)
+        for _ in range(2)
+    ]
     assert [c.index for c in cells] == list(range(6))
 
 
@@ -166,7 +179,10 @@ def test_exclude_with_a_list_value_matches_any_of_them():
 
 
 def test_exclude_can_name_a_zip_key():
-    raw = small_raw(zip=[{"policy.migration_cost": [0, 600], "workload.cpu_accuracy": [1.0, 0.0]}], exclude=[{"policy.migration_cost": 600}])
+    raw = small_raw(
+        zip=[{"policy.migration_cost": [0, 600], "workload.cpu_accuracy": [1.0, 0.0]}],
+        exclude=[{"policy.migration_cost": 600}],
+    )
     cells = expand(parse_sweep_config(raw))
     assert len(cells) == 8
     assert {c.point["platform.migration_cost"] for c in cells} == {0}
@@ -197,7 +213,9 @@ def test_a_seed_count_derives_one_seed_per_replicate_shared_by_every_policy():
 
 def test_replicate_seeds_do_not_depend_on_axis_order_or_order_of_computation():
     forward = expand(small_config(seeds=3, seed=9))
-    backward = expand(small_config(seeds=3, seed=9, grid={"workload.load": [0.9, 0.6], "policy.name": ["amcbf", "easy"]}))
+    backward = expand(
+        small_config(seeds=3, seed=9, grid={"workload.load": [0.9, 0.6], "policy.name": ["amcbf", "easy"]})
+    )
 
     def seeds(cells):
         return {(c.point["policy.name"], c.point["workload.load"], c.replicate): c.seed for c in cells}
@@ -254,7 +272,10 @@ def test_seeds_change_cell_ids():
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({**small_raw(), "gird": {}}, r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, sample, seeds, seed, cell_timeout$"),
+        (
+            {**small_raw(), "gird": {}},
+            r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, sample, seeds, seed, cell_timeout$",
+        ),
         ({k: v for k, v in small_raw().items() if k != "name"}, r"^name: expected a name of letters, digits.*got None"),
         (small_raw(name="../escape"), r"^name: expected a name.*got '\.\./escape'"),
         (small_raw(name="a b"), r"^name: expected a name"),
@@ -268,8 +289,21 @@ def test_seeds_change_cell_ids():
         (small_raw(zip=[{"policy.migration_cost": []}]), r"^zip\[0\]\.policy\.migration_cost: empty axis"),
         (small_raw(exclude=[{}]), r"^exclude\[0\]: expected a mapping"),
     ],
-    ids=["unknown-key", "missing-name", "path-name", "space-name", "number-name", "missing-base", "empty-axis",
-         "scalar-axis", "grid-list", "grid-seed", "zip-mapping", "empty-zip-axis", "empty-exclude"],
+    ids=[
+        "unknown-key",
+        "missing-name",
+        "path-name",
+        "space-name",
+        "number-name",
+        "missing-base",
+        "empty-axis",
+        "scalar-axis",
+        "grid-list",
+        "grid-seed",
+        "zip-mapping",
+        "empty-zip-axis",
+        "empty-exclude",
+    ],
 )
 def test_structural_errors_name_the_key_path(raw, message):
     with pytest.raises(SpecError, match=message):
@@ -292,7 +326,11 @@ def test_an_unknown_spec_key_in_the_grid_fails_at_expand_naming_it():
 
 def test_a_missing_trace_fails_at_expand(tmp_path):
     missing = str(tmp_path / "missing.swf")
-    message = spec_error(small_raw(base={"workload": {"trace": missing}, "platform": {"nodes": 64}}, grid={"policy.name": ["easy"]}, seeds=[0]))
+    message = spec_error(
+        small_raw(
+            base={"workload": {"trace": missing}, "platform": {"nodes": 64}}, grid={"policy.name": ["easy"]}, seeds=[0]
+        )
+    )
     assert message.startswith(f"cell policy.name='easy': workload.trace: no such file {missing!r}")
 
 
@@ -316,7 +354,10 @@ def test_grid_points_with_identical_canonical_specs_are_one_cell():
     # null means the default (20 s), so the first two points are the same run.
     cells = expand(small_config(grid={"policy.migration_cost": [None, 20, 600]}))
     assert [(c.index, c.point["platform.migration_cost"], c.spec["platform"]["migration_cost"]) for c in cells] == [
-        (0, None, 20.0), (1, None, 20.0), (2, 600, 600.0), (3, 600, 600.0)
+        (0, None, 20.0),
+        (1, None, 20.0),
+        (2, 600, 600.0),
+        (3, 600, 600.0),
     ]
     assert len({c.cell_id for c in cells}) == 4
 
@@ -358,7 +399,9 @@ def test_cell_id_changes_when_any_spec_value_changes():
 
 def test_canonical_json_is_independent_of_key_order():
     spec = validate_spec(BASE)
-    reordered = {k: (dict(reversed(list(v.items()))) if isinstance(v, dict) else v) for k, v in reversed(list(spec.items()))}
+    reordered = {
+        k: (dict(reversed(list(v.items()))) if isinstance(v, dict) else v) for k, v in reversed(list(spec.items()))
+    }
     assert canonical_json(reordered) == canonical_json(spec)
     assert cell_id(reordered) == cell_id(spec)
 
@@ -376,7 +419,13 @@ def test_cell_ids_are_stable_across_processes_and_hash_seeds():
     for hash_seed in ("1", "987654"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         done = subprocess.run(
-            [sys.executable, "-c", _IDS_SCRIPT], input=json.dumps(raw), capture_output=True, text=True, env=env, cwd=ROOT, check=True
+            [sys.executable, "-c", _IDS_SCRIPT],
+            input=json.dumps(raw),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            check=True,
         )
         assert json.loads(done.stdout) == here
 
@@ -391,7 +440,12 @@ def test_cell_ids_change_with_the_model_version(monkeypatch):
 
 
 def _trace_config(trace: str):
-    return small_raw(name="trace", base={"workload": {"trace": trace}, "platform": {"nodes": 64}}, grid={"policy.name": ["easy", "fcfs"]}, seeds=[0])
+    return small_raw(
+        name="trace",
+        base={"workload": {"trace": trace}, "platform": {"nodes": 64}},
+        grid={"policy.name": ["easy", "fcfs"]},
+        seeds=[0],
+    )
 
 
 def test_cell_ids_follow_the_trace_content_not_only_its_path(tmp_path, monkeypatch):
@@ -402,7 +456,7 @@ def test_cell_ids_follow_the_trace_content_not_only_its_path(tmp_path, monkeypat
         write_swf(folder / "trace.swf")
     text = (second / "trace.swf").read_text()
     index = text.index("\n1 0 -1 60 1") + len("\n1 0 -1 6")
-    (second / "trace.swf").write_text(text[:index] + "1" + text[index + 1:])  # runtime 60 -> 61: one byte
+    (second / "trace.swf").write_text(text[:index] + "1" + text[index + 1 :])  # runtime 60 -> 61: one byte
     assert len((second / "trace.swf").read_bytes()) == len((first / "trace.swf").read_bytes())
 
     def ids(folder):
@@ -432,7 +486,12 @@ def test_editing_a_trace_in_place_changes_the_cell_ids(tmp_path):
 
 @pytest.mark.parametrize(
     ("key", "as_int", "as_float"),
-    [("workload.load", 1, 1.0), ("policy.migration_cost", 600, 600.0), ("platform.nodes", 64, 64.0), ("workload.cpu_accuracy", 0, 0.0)],
+    [
+        ("workload.load", 1, 1.0),
+        ("policy.migration_cost", 600, 600.0),
+        ("platform.nodes", 64, 64.0),
+        ("workload.cpu_accuracy", 0, 0.0),
+    ],
 )
 def test_numbers_are_normalised_so_int_and_float_spellings_are_one_cell(key, as_int, as_float):
     ints = expand(small_config(grid={key: [as_int]}))

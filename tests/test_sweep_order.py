@@ -9,12 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from sweep_helpers import small_config
 from tiersweep.sweep.config import expand
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.estimate import Eta, columns_read, expected_costs, formula_cost
 from tiersweep.sweep.store import read_table
-
-from sweep_helpers import small_config
 
 
 def _computed_order(root) -> list[tuple[str, float]]:
@@ -51,16 +50,29 @@ def test_stored_wall_times_of_the_same_point_take_precedence(tmp_path):
     later = expand(small_config(seeds=[2, 3]))
     costs = expected_costs(later, stored)
     for cell, cost in zip(later, costs):
-        point = stored[(stored["policy.name"] == cell.spec["policy"]["name"]) & (stored["workload.load"] == cell.spec["workload"]["load"])]
+        point = stored[
+            (stored["policy.name"] == cell.spec["policy"]["name"])
+            & (stored["workload.load"] == cell.spec["workload"]["load"])
+        ]
         assert cost == point["wall_seconds"].median()
     assert max(costs) == 50.0
 
 
 def test_points_never_run_are_scaled_to_seconds_by_those_that_were(tmp_path):
-    run_sweep(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1), tmp_path, backend="serial", progress=False)
+    run_sweep(
+        small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1),
+        tmp_path,
+        backend="serial",
+        progress=False,
+    )
     stored = read_table(tmp_path / "small" / "runs").to_pandas()
-    ran = {c.cell_id: c.spec for c in expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1))}
-    scale = pd.Series([wall / formula_cost(ran[cell]) for cell, wall in zip(stored["cell_id"], stored["wall_seconds"])]).median()
+    ran = {
+        c.cell_id: c.spec
+        for c in expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.6]}, seeds=1))
+    }
+    scale = pd.Series(
+        [wall / formula_cost(ran[cell]) for cell, wall in zip(stored["cell_id"], stored["wall_seconds"])]
+    ).median()
     new = expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.9]}, seeds=1))
     costs = expected_costs(new, stored)
     assert costs == [formula_cost(c.spec) * scale for c in new]

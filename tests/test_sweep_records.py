@@ -12,6 +12,8 @@ from typing import get_type_hints
 import pyarrow as pa
 import pytest
 
+from helpers import make_jobs
+from sweep_helpers import small_config, write_swf
 from tiersweep.core import simulate
 from tiersweep.core.engine import Engine
 from tiersweep.core.platforms import Nodes
@@ -23,9 +25,6 @@ from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.records import Outcome, Task
 from tiersweep.sweep.store import read_jobs
-
-from helpers import make_jobs
-from sweep_helpers import small_config, write_swf
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,9 @@ DEADLINE_SECONDS = 120
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def write_config(folder: Path, name: str, *, grid: dict[str, list[Any]] = GRID, seeds: int = 2, base: dict = SMALL) -> Path:
+def write_config(
+    folder: Path, name: str, *, grid: dict[str, list[Any]] = GRID, seeds: int = 2, base: dict = SMALL
+) -> Path:
     """A sweep config file ``folder/NAME.yaml``."""
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "base": base, "grid": grid, "seeds": seeds}, sort_keys=False))
@@ -87,7 +89,11 @@ def files_of(root: Path) -> dict[str, tuple[int, int, str]]:
     for path in sorted(root.rglob("*")):
         if path.is_file() and path.name not in ("manifest.json", LOCK_NAME):
             stat = path.stat()
-            out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+            out[str(path.relative_to(root))] = (
+                stat.st_size,
+                stat.st_mtime_ns,
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
     return out
 
 
@@ -127,7 +133,13 @@ def start_tiersweep(args: list[str], logs: Path, *, batch_seconds: float | None 
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / "stdout.txt", "wb") as stdout, open(logs / "stderr.txt", "wb") as stderr:
         return subprocess.Popen(
-            command, cwd=PROJECT, env=env, stdout=stdout, stderr=stderr, start_new_session=True, preexec_fn=default_sigint
+            command,
+            cwd=PROJECT,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=default_sigint,
         )
 
 
@@ -240,7 +252,9 @@ def test_extending_the_grid_computes_only_the_new_cells(tmp_path):
     assert sorted(new["policy.name"].unique()) == ["amcbf", "easy", "fcfs"]
     # The old rows are untouched: same values, same write times.
     old = rows[rows["cell_id"].isin(before["cell_id"])].set_index("cell_id").sort_index()
-    pd.testing.assert_frame_equal(old.drop(columns="cell_index"), before.set_index("cell_id").sort_index().drop(columns="cell_index"))
+    pd.testing.assert_frame_equal(
+        old.drop(columns="cell_index"), before.set_index("cell_id").sort_index().drop(columns="cell_index")
+    )
     assert set(read_table(out / "grow" / "runs").column("cell_id").to_pylist()) == {c.cell_id for c in outcome.cells}
 
 
@@ -390,7 +404,10 @@ def pool_workers(proc: subprocess.Popen) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.getpgid(int(entry)) == proc.pid and b"multiprocessing.spawn" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                if (
+                    os.getpgid(int(entry)) == proc.pid
+                    and b"multiprocessing.spawn" in Path(f"/proc/{entry}/cmdline").read_bytes()
+                ):
                     workers.append(int(entry))
             except (OSError, ProcessLookupError):
                 pass

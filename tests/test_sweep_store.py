@@ -20,17 +20,17 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from sweep_helpers import small_config, small_raw
+from tiersweep.cli import main
 from tiersweep.core import simulate
 from tiersweep.core.metric_catalogue import job_columns, run_columns
 from tiersweep.core.version import MODEL_VERSION
 from tiersweep.core.workloads.rules import WorkloadReport
 from tiersweep.sweep.batch import package_version, run_batch, task_for
 from tiersweep.sweep.cells import flatten
-from tiersweep.cli import main
 from tiersweep.sweep.config import expand
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.store import Store, compact, read_jobs, read_table, spec_column_types
-from sweep_helpers import small_config, small_raw
 
 PART = re.compile(r"^part-\d{12}-[0-9a-f]{8}\.parquet$")
 MERGED = re.compile(r"^part-\d{12}-[0-9a-f]{8}-merged\.parquet$")
@@ -63,10 +63,16 @@ def swept(tmp_path_factory):
     """A serial run of the small sweep (8 cells) with per-job records."""
     out = tmp_path_factory.mktemp("store")
     config = small_config("store")
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     outcome = run_sweep(config, out, backend="serial", with_jobs=True, progress=False)
-    finished = dt.datetime.now(dt.timezone.utc)
-    return {"config": config, "cells": expand(config), "outcome": outcome, "root": out / "store", "window": (started, finished)}
+    finished = dt.datetime.now(dt.UTC)
+    return {
+        "config": config,
+        "cells": expand(config),
+        "outcome": outcome,
+        "root": out / "store",
+        "window": (started, finished),
+    }
 
 
 @pytest.fixture
@@ -125,7 +131,9 @@ def test_the_documented_columns_have_the_documented_types(swept):
     # Every spec key of every cell is a column (the seed once, as the fixed column).
     spec_keys = {key for cell in swept["cells"] for key in flatten(cell.spec)}
     assert spec_keys <= set(types)
-    assert set(types) == set(FIXED_TYPES) | spec_keys | set(metrics) | {f"report.{k}" for k in WorkloadReport().as_dict()}
+    assert set(types) == set(FIXED_TYPES) | spec_keys | set(metrics) | {
+        f"report.{k}" for k in WorkloadReport().as_dict()
+    }
 
 
 def test_row_values_describe_their_cells(swept):
@@ -135,13 +143,19 @@ def test_row_values_describe_their_cells(swept):
         row = frame.loc[cell.cell_id]
         assert row["cell_index"] == cell.index
         assert (row["sweep"], row["status"]) == ("store", "ok") and pd.isna(row["error"])
-        assert (row["model_version"], row["package_version"], row["host"]) == (MODEL_VERSION, package_version(), os.uname().nodename)
+        assert (row["model_version"], row["package_version"], row["host"]) == (
+            MODEL_VERSION,
+            package_version(),
+            os.uname().nodename,
+        )
         assert (row["seed"], row["replicate"]) == (cell.seed, cell.replicate)
         assert row["wall_seconds"] > 0
         assert started <= row["written_at"].to_pydatetime() <= finished
         spec = flatten(cell.spec)
         assert (row["policy.name"], row["workload.load"], row["platform.tiers"]) == (
-            cell.point["policy.name"], cell.point["workload.load"], 2
+            cell.point["policy.name"],
+            cell.point["workload.load"],
+            2,
         )
         assert json.loads(row["workload.cpu_usage"]) == spec["workload.cpu_usage"]
         if cell.point["policy.name"] == "easy":
@@ -222,11 +236,17 @@ def test_policies_of_a_replicate_see_the_same_workload(swept):
     for load in (0.6, 0.9):
         for replicate in (0, 1):
             easy, amcbf = (
-                next(c for c in cells if c.point == {"policy.name": name, "workload.load": load} and c.replicate == replicate)
+                next(
+                    c
+                    for c in cells
+                    if c.point == {"policy.name": name, "workload.load": load} and c.replicate == replicate
+                )
                 for name in ("easy", "amcbf")
             )
             for column in ("job_id", "submit_time", "size", "runtime", "requested_time", "cpu_mean"):
-                assert np.array_equal(by_cell[easy.cell_id][column], by_cell[amcbf.cell_id][column], equal_nan=True), column
+                assert np.array_equal(by_cell[easy.cell_id][column], by_cell[amcbf.cell_id][column], equal_nan=True), (
+                    column
+                )
     other_replicate = next(c for c in cells if c.point == easy.point and c.replicate != easy.replicate)
     assert by_cell[easy.cell_id]["submit_time"].tolist() != by_cell[other_replicate.cell_id]["submit_time"].tolist()
 
@@ -314,10 +334,30 @@ def test_compact_merges_the_parts_and_keeps_the_newest_rows(forced, capsys):
 
 def test_spec_column_types_follow_the_documented_rules():
     specs = [
-        {"ints": 1, "floats": 1.5, "mixed": 1, "text": "a", "flags": True, "lists": [0.5, 1.0], "word_or_number": "adaptive",
-         "nulls": None, "bool_and_int": True, "sometimes": None},
-        {"ints": 2, "floats": 2.5, "mixed": 2.5, "text": "b", "flags": False, "lists": [0.2, 0.3], "word_or_number": 10.0,
-         "nulls": None, "bool_and_int": 1, "sometimes": 3},
+        {
+            "ints": 1,
+            "floats": 1.5,
+            "mixed": 1,
+            "text": "a",
+            "flags": True,
+            "lists": [0.5, 1.0],
+            "word_or_number": "adaptive",
+            "nulls": None,
+            "bool_and_int": True,
+            "sometimes": None,
+        },
+        {
+            "ints": 2,
+            "floats": 2.5,
+            "mixed": 2.5,
+            "text": "b",
+            "flags": False,
+            "lists": [0.2, 0.3],
+            "word_or_number": 10.0,
+            "nulls": None,
+            "bool_and_int": 1,
+            "sometimes": 3,
+        },
         {"ints": None, "text": None},
     ]
     assert spec_column_types(specs) == {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from sweep_helpers import runs_frame, swf_lines
 
+from sweep_helpers import runs_frame, swf_lines
 from tiersweep.core.errors import TraceChangedError
 from tiersweep.core.simulate import simulate
 from tiersweep.sweep.config import expand, parse_sweep_config

@@ -127,11 +127,7 @@ def test_a_header_only_file_is_refused_as_having_no_job_lines(tmp_path):
 
 def test_header_with_leading_spaces_and_trailing_remark(tmp_path):
     path = tmp_path / "remark.swf"
-    path.write_text(
-        "   ;   MaxNodes: 338 (batch partition; 512 total)\n"
-        "\t; Computer:   IBM SP2   \n"
-        f"{job_line()}\n"
-    )
+    path.write_text(f"   ;   MaxNodes: 338 (batch partition; 512 total)\n\t; Computer:   IBM SP2   \n{job_line()}\n")
     log = read_swf(path)
     assert log.header["MaxNodes"] == "338 (batch partition; 512 total)"
     assert log.header["Computer"] == "IBM SP2"
@@ -211,7 +207,7 @@ def test_write_then_read_round_trips_exactly(tmp_path, name):
 def test_round_trip_of_many_random_integers_and_two_decimal_floats(tmp_path, name):
     rng = np.random.default_rng(12345)
     integers = rng.integers(-1, 10**9, size=(300, 18)).astype(float)
-    cents = rng.integers(-10**9, 10**9, size=(300, 18)) / 100.0
+    cents = rng.integers(-(10**9), 10**9, size=(300, 18)) / 100.0
     table = np.where(rng.random((300, 18)) < 0.5, integers, cents)
     # Job numbers are unique and processor counts whole, as the reader requires.
     table[:, 0] = np.arange(1, 301)

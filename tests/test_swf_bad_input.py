@@ -131,7 +131,9 @@ def test_non_ascii_and_underscores_in_comments_are_fine(tmp_path):
     assert log.header["Computer"] == "Bull x86_64 — Très Grand Centre de calcul (TGCC)"
 
 
-@pytest.mark.parametrize(("token", "value"), [("1e2", 100), ("+5", 5), (".5e1", 5), ("4.", 4), ("0.25", 0.25), ("-0", 0), ("007", 7)])
+@pytest.mark.parametrize(
+    ("token", "value"), [("1e2", 100), ("+5", 5), (".5e1", 5), ("4.", 4), ("0.25", 0.25), ("-0", 0), ("007", 7)]
+)
 def test_plain_spellings_numpy_accepts_read_the_same_on_every_path(tmp_path, token, value):
     good = f"{job_line(1)}\n{job_line(2, runtime=token)}\n"
     fast = read_swf(write(tmp_path, good, "fast.swf"))
@@ -190,7 +192,9 @@ def test_a_repeated_job_number_is_refused_naming_both_lines(tmp_path):
 
 def test_lenient_line_by_line_read_drops_repeats_after_malformed_lines(tmp_path):
     # The malformed line 2 shifts records against lines; the later repeats are dropped.
-    path = write(tmp_path, f"{job_line(1)}\n{job_line(2, runtime='1_0')}\n{job_line(2)}\n{job_line(1)}\n{job_line(2)}\n")
+    path = write(
+        tmp_path, f"{job_line(1)}\n{job_line(2, runtime='1_0')}\n{job_line(2)}\n{job_line(1)}\n{job_line(2)}\n"
+    )
     assert read_error(path).startswith(f"{path}:2: malformed job line")
     log = read_swf(path, lenient=True)
     assert (log.malformed_skipped, log.records[:, 0].tolist()) == (3, [1, 2])
@@ -226,7 +230,10 @@ def test_every_real_trace_still_reads(name):
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        (f"; MaxProcs: 16\n{job_line(1)}\n{job_line(2, req='0.5')}\n", ":3: requested_processors must be a whole number"),
+        (
+            f"; MaxProcs: 16\n{job_line(1)}\n{job_line(2, req='0.5')}\n",
+            ":3: requested_processors must be a whole number",
+        ),
         (f"; MaxProcs: 16\n{job_line(7)}\n;\n{job_line(7)}\n", ":4: job number 7 repeats the job on line 2"),
     ],
     ids=["fractional size", "repeated job number"],
@@ -247,8 +254,39 @@ def test_the_cli_reports_a_bad_trace_in_one_line(tmp_path, capsys, text, where):
 TOKENS = st.one_of(
     st.integers(-5, 10**6).map(str),
     st.sampled_from(
-        ["-1", "0", "0.5", "2.5", "1e5", "1E-3", ".5", "5.", "+3", "nan", "NaN", "inf", "-inf", "Infinity", "0x10", "1_000",
-         "１００", "٣", "1e999", "1e", "abc", "", ";", "; c", "\t", "\x0b", "\x0c", "\x1c", "\xa0", "é", "_"]
+        [
+            "-1",
+            "0",
+            "0.5",
+            "2.5",
+            "1e5",
+            "1E-3",
+            ".5",
+            "5.",
+            "+3",
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "Infinity",
+            "0x10",
+            "1_000",
+            "１００",
+            "٣",
+            "1e999",
+            "1e",
+            "abc",
+            "",
+            ";",
+            "; c",
+            "\t",
+            "\x0b",
+            "\x0c",
+            "\x1c",
+            "\xa0",
+            "é",
+            "_",
+        ]
     ),
     st.text(alphabet=st.characters(codec="utf-8"), max_size=4),
 )
@@ -263,7 +301,9 @@ def swf_like_bytes(draw) -> bytes:
     for number in range(draw(st.integers(0, 12))):
         kind = draw(st.sampled_from(["valid", "valid", "tokens", "mutated", "blank", "comment", "bytes"]))
         if kind == "valid":
-            text = job_line(draw(st.integers(-2, 30)), alloc=str(draw(st.integers(-1, 64))), req=str(draw(st.integers(-1, 64))))
+            text = job_line(
+                draw(st.integers(-2, 30)), alloc=str(draw(st.integers(-1, 64))), req=str(draw(st.integers(-1, 64)))
+            )
         elif kind == "tokens":
             text = " ".join(draw(st.lists(TOKENS, min_size=1, max_size=20)))
         elif kind == "mutated":
@@ -324,8 +364,14 @@ def valid_tables(draw, integers_only: bool = False) -> np.ndarray:
     rows = draw(st.integers(1, 30))
     gaps = draw(st.lists(st.integers(1, 10**6), min_size=rows, max_size=rows))
     ids = np.cumsum(gaps) - draw(st.integers(0, 3))
-    value = st.integers(-1, 2**53) if integers_only else st.one_of(st.integers(-1, 10**12), st.integers(-(10**9), 10**9).map(lambda c: c / 100))
-    table = np.array(draw(st.lists(st.lists(value, min_size=N_FIELDS, max_size=N_FIELDS), min_size=rows, max_size=rows)), dtype=float)
+    value = (
+        st.integers(-1, 2**53)
+        if integers_only
+        else st.one_of(st.integers(-1, 10**12), st.integers(-(10**9), 10**9).map(lambda c: c / 100))
+    )
+    table = np.array(
+        draw(st.lists(st.lists(value, min_size=N_FIELDS, max_size=N_FIELDS), min_size=rows, max_size=rows)), dtype=float
+    )
     table[:, 0] = ids
     for column in (4, 7):
         table[:, column] = draw(st.lists(st.integers(-1, 10**6), min_size=rows, max_size=rows))

@@ -30,18 +30,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import make_jobs
+from test_contract import audit, counting_policy, kth_jobs
 from tiersweep.core import compiled_path
 from tiersweep.core.capabilities import NODE_VMS, TIERS
+from tiersweep.core.decisions import Start
 from tiersweep.core.engine import Engine
 from tiersweep.core.metrics import job_records, run_metrics
 from tiersweep.core.platforms import Nodes
 from tiersweep.core.policies import make_policy
-from tiersweep.core.decisions import Start
 from tiersweep.core.policies.base import BasePolicy
 from tiersweep.core.simulate import simulate
 from tiersweep.core.workloads.cpu import annotate_cpu
-from helpers import make_jobs
-from test_contract import audit, counting_policy, kth_jobs
 
 EFF = 0.9  # the fixed background efficiency of the deterministic cases
 
@@ -72,14 +72,18 @@ def set_cpu(job, cpus) -> None:
     job.cpu_sum = float(sum(cpus))
 
 
-def placed_run(rows, cpus, plan, *, nodes, tiers=2, fg_overhead=0.0, bg_efficiency=EFF, seed=0, observer=None, scope="job"):
+def placed_run(
+    rows, cpus, plan, *, nodes, tiers=2, fg_overhead=0.0, bg_efficiency=EFF, seed=0, observer=None, scope="job"
+):
     """Run ``rows`` ((submit, runtime, size, requested)) with per-job CPU usages ``cpus`` under
     :class:`Placed`; return ``(jobs, platform)``."""
     jobs = make_jobs(rows, nodes)
     assert len(jobs) == len(rows)
     for job, cpu in zip(jobs, cpus):
         set_cpu(job, cpu)
-    platform = Nodes(nodes, tiers, fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, bg_efficiency_scope=scope, seed=seed)
+    platform = Nodes(
+        nodes, tiers, fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, bg_efficiency_scope=scope, seed=seed
+    )
     Engine(jobs, platform, Placed(plan), observer=observer).run()
     return jobs, platform
 
@@ -355,7 +359,9 @@ def test_generic_path_equals_two_tier_path_on_random_workloads(case, seed, polic
 
 @pytest.mark.slow
 @pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
-@pytest.mark.parametrize(("policy", "accuracy", "scope"), [("cmcbf", 1.0, "job"), ("amcbf", 0.0, "job"), ("amcbf", 0.0, "process")])
+@pytest.mark.parametrize(
+    ("policy", "accuracy", "scope"), [("cmcbf", 1.0, "job"), ("amcbf", 0.0, "job"), ("amcbf", 0.0, "process")]
+)
 def test_generic_path_equals_two_tier_path_on_kth(kth_path, monkeypatch, policy, accuracy, scope, compiled):
     # The unrolled two-tier loops in Python, and (where built) their compiled twins.
     if compiled and not compiled_path.compiled_available():
@@ -403,7 +409,9 @@ def truncated_normal_moments(mean, sd, low, high):
 EPOCHS = 4000
 
 
-def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_efficiency="paper", scope="job", under=1):
+def factor_samples(
+    size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_efficiency="paper", scope="job", under=1
+):
     """Observe ``EPOCHS`` placement epochs on a two-tier machine.
 
     F (CPU 0.01, forever) holds node 0's foreground VM. Every 10 s a 1-second background job of
@@ -430,8 +438,15 @@ def factor_samples(size: int, *, seed: int = 11, fg_overhead: float = 0.037, bg_
 
     plan = lambda job: (0, list(range(under))) if job.index == 0 else (1, list(range(size)))  # noqa: E731
     jobs, _ = placed_run(
-        rows, cpus, plan, nodes=max(size, under), fg_overhead=fg_overhead, bg_efficiency=bg_efficiency, seed=seed,
-        observer=observe, scope=scope,
+        rows,
+        cpus,
+        plan,
+        nodes=max(size, under),
+        fg_overhead=fg_overhead,
+        bg_efficiency=bg_efficiency,
+        seed=seed,
+        observer=observe,
+        scope=scope,
     )
     return np.array(overheads), np.array(effs), jobs[1:], alone
 

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 import pytest
-from sweep_helpers import swf_lines
 
+from sweep_helpers import swf_lines
 from tiersweep.core.errors import TraceChangedError, TraceFormatError
 from tiersweep.core.simulate import simulate
 from tiersweep.sweep import trace_cache

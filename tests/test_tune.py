@@ -28,18 +28,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tiersweep.core.errors import SpecError, TiersweepError
+from sweep_helpers import write_malformed_swf, write_swf, write_yaml
+from tiersweep.analysis.tune_plots import write_tuning_plots
 from tiersweep.cli import main
+from tiersweep.core.errors import SpecError, TiersweepError
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.tune import TuneOutcome, run_tuning
 from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
-from tiersweep.analysis.tune_plots import write_tuning_plots
-from sweep_helpers import write_malformed_swf, write_swf, write_yaml
 
 #: The paper's background-utilisation threshold: the spec default of ``policy.bg_threshold``.
 PAPER_BG_THRESHOLD = 0.96
 BG = "policy.bg_threshold"
-TRIALS_COLUMNS_FIXED = {"number", "state", "cell_ids", "skipped_cell_ids", "error", "datetime_start", "datetime_complete"}
+TRIALS_COLUMNS_FIXED = {
+    "number",
+    "state",
+    "cell_ids",
+    "skipped_cell_ids",
+    "error",
+    "datetime_start",
+    "datetime_complete",
+}
 
 
 def tiny_raw(name: str = "tiny", **changes: Any) -> dict[str, Any]:
@@ -112,7 +120,10 @@ def tiny_run(tmp_path_factory) -> TuneOutcome:
 @pytest.fixture(scope="module")
 def two_param_run(tmp_path_factory) -> TuneOutcome:
     """Two parameters (a float and an int), one objective, 6 trials."""
-    raw = tiny_raw("twoparam", params={BG: {"low": 0.5, "high": 1.0}, "policy.migration_cost": {"low": 0, "high": 600, "type": "int"}})
+    raw = tiny_raw(
+        "twoparam",
+        params={BG: {"low": 0.5, "high": 1.0}, "policy.migration_cost": {"low": 0, "high": 600, "type": "int"}},
+    )
     return tune(raw, tmp_path_factory.mktemp("twoparam"))
 
 
@@ -237,7 +248,12 @@ def test_sampler_and_study_sections_are_validated(changes, path):
 
 def test_parsed_config_fields():
     config = parse_tune_config(
-        tiny_raw(params={BG: {"low": 0.5, "high": 1.0}, "policy.migration_cost": {"low": 1, "high": 600, "type": "int", "log": True}})
+        tiny_raw(
+            params={
+                BG: {"low": 0.5, "high": 1.0},
+                "policy.migration_cost": {"low": 1, "high": 600, "type": "int", "log": True},
+            }
+        )
     )
     assert [(p.key, p.kind, p.low, p.high, p.log) for p in config.params] == [
         (BG, "float", 0.5, 1.0, False),
@@ -326,12 +342,16 @@ def test_trial_cells_span_seeds_and_variants(tmp_path):
     assert outcome.computed == 3 * 2 * 2
     for trial in outcome.study.trials:
         cells = [rows[c] for c in trial.user_attrs["cell_ids"]]
-        assert sorted((r["workload.load"], r["seed"]) for r in cells) == sorted((v, s) for v in (0.6, 0.9) for s in seeds)
+        assert sorted((r["workload.load"], r["seed"]) for r in cells) == sorted(
+            (v, s) for v in (0.6, 0.9) for s in seeds
+        )
         assert {r[BG] for r in cells} == {trial.params[BG]}
         assert trial.value == pytest.approx(statistics.fmean(r["mean_bsld"] for r in cells), rel=1e-12)
     baseline_rows = [r for r in rows.values() if r[BG] == PAPER_BG_THRESHOLD]
     assert len(baseline_rows) == 4
-    assert outcome.baseline["mean_bsld"][0] == pytest.approx(statistics.fmean(r["mean_bsld"] for r in baseline_rows), rel=1e-12)
+    assert outcome.baseline["mean_bsld"][0] == pytest.approx(
+        statistics.fmean(r["mean_bsld"] for r in baseline_rows), rel=1e-12
+    )
     assert outcome.best[0].value <= outcome.baseline["mean_bsld"][0]
 
 
@@ -390,7 +410,9 @@ def test_failing_trial_is_recorded_and_the_study_goes_on(tmp_path):
 
 
 def test_grid_sampler_runs_every_grid_point(tmp_path):
-    raw = tiny_raw("grid", params={BG: {"choices": [0.8, PAPER_BG_THRESHOLD]}}, sampler={"name": "grid", "seed": 0}, trials=3)
+    raw = tiny_raw(
+        "grid", params={BG: {"choices": [0.8, PAPER_BG_THRESHOLD]}}, sampler={"name": "grid", "seed": 0}, trials=3
+    )
     outcome = tune(raw, tmp_path)
     trials = outcome.study.trials
     # The grid is the search: every point once (the default among them), nothing enqueued,
@@ -428,7 +450,9 @@ def test_several_objectives_are_means_of_stored_rows(multi_run):
             samples = np.array([r[metric] for r in cells])
             assert trial.values[i] == pytest.approx(float(samples.mean()), rel=1e-12)
             assert frame.loc[trial.number, metric] == pytest.approx(float(samples.mean()), rel=1e-12)
-            assert frame.loc[trial.number, f"spread.{metric}"] == pytest.approx(float(samples.std(ddof=0)), rel=1e-12, abs=1e-12)
+            assert frame.loc[trial.number, f"spread.{metric}"] == pytest.approx(
+                float(samples.std(ddof=0)), rel=1e-12, abs=1e-12
+            )
     assert multi_run.study.trials[0].params == {BG: PAPER_BG_THRESHOLD, "policy.migration_cost": 20}
 
 
@@ -451,7 +475,9 @@ def test_journal_storage_works_and_resumes(tmp_path):
     assert trial_rows(second.study)[:2] == first_rows
     assert second.computed == 2 * 2
     reloaded = optuna.load_study(study_name="journal", storage=JournalStorage(JournalFileBackend(str(journal))))
-    assert [(t.number, t.state.name, t.values) for t in reloaded.trials] == [(r[0], r[1], r[3]) for r in trial_rows(second.study)]
+    assert [(t.number, t.state.name, t.values) for t in reloaded.trials] == [
+        (r[0], r[1], r[3]) for r in trial_rows(second.study)
+    ]
 
 
 def test_explicit_sqlite_storage_and_direction_clash(tmp_path):
@@ -465,16 +491,25 @@ def test_explicit_sqlite_storage_and_direction_clash(tmp_path):
     files = run_files(outcome.root)
     # The same study name with another direction: a clear error, and the study is untouched.
     clash = tiny_raw("explicit", study={"name": "shared", "storage": url}, objective={"mean_bsld": "maximize"})
-    with pytest.raises(TiersweepError, match=r"study 'shared' in sqlite:///.*custom\.db optimises \['minimize'\], this config \['maximize'\]: use another study name"):
+    with pytest.raises(
+        TiersweepError,
+        match=r"study 'shared' in sqlite:///.*custom\.db optimises \['minimize'\], this config \['maximize'\]: use another study name",
+    ):
         tune(clash, tmp_path / "out", trials=4)
-    two = tiny_raw("explicit", study={"name": "shared", "storage": url}, objective={"mean_bsld": "minimize", "utilization": "maximize"})
+    two = tiny_raw(
+        "explicit",
+        study={"name": "shared", "storage": url},
+        objective={"mean_bsld": "minimize", "utilization": "maximize"},
+    )
     with pytest.raises(TiersweepError, match=r"use another study name"):
         tune(two, tmp_path / "out", trials=4)
     assert len(optuna.load_study(study_name="shared", storage=url).trials) == 2
     assert run_files(outcome.root) == files
     # --storage overrides the config's storage.
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    moved = tune(tiny_raw("explicit", study={"name": "shared", "storage": url}), tmp_path / "out", trials=1, storage=other)
+    moved = tune(
+        tiny_raw("explicit", study={"name": "shared", "storage": url}), tmp_path / "out", trials=1, storage=other
+    )
     assert len(optuna.load_study(study_name="shared", storage=other).trials) == 1 and moved.computed == 0
 
 
@@ -508,7 +543,9 @@ def test_plots_for_one_objective(two_param_run, tmp_path):
 
 def test_plots_for_two_objectives(multi_run, tmp_path):
     written = write_tuning_plots(multi_run.study, ["mean_bsld", "utilization"], tmp_path)
-    expected = {f"{kind}_{metric}" for kind in ("history", "importances", "slice") for metric in ("mean_bsld", "utilization")}
+    expected = {
+        f"{kind}_{metric}" for kind in ("history", "importances", "slice") for metric in ("mean_bsld", "utilization")
+    }
     assert set(written) == expected | {"pareto_front"}
     for path in written.values():
         assert_png(path)

@@ -25,6 +25,7 @@ import optuna
 import pandas as pd
 import pytest
 
+from sweep_helpers import tiny_tune_raw, write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.store import read_table
@@ -32,7 +33,6 @@ from tiersweep.sweep.tune import run_tuning
 from tiersweep.sweep.tune_command import param_importances
 from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
 from tiersweep.sweep.tune_pruning import instance_order, pruning_summary
-from sweep_helpers import tiny_tune_raw, write_yaml
 
 SEEDS = 6
 TRIALS = 8

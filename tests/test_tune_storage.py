@@ -31,13 +31,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sweep_helpers import tiny_tune_raw, write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.redact import redact
 from tiersweep.sweep.study_storage import START_OVER
 from tiersweep.sweep.tune import run_tuning
 from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
-from sweep_helpers import tiny_tune_raw, write_yaml
 
 SECRET = "s3cr3tPa55"
 BG = "policy.bg_threshold"

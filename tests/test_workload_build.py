@@ -15,13 +15,13 @@ import json
 import numpy as np
 import pytest
 
+from tiersweep.cli import main
 from tiersweep.core import simulate
 from tiersweep.core.errors import SpecError
 from tiersweep.core.spec import validate_spec
 from tiersweep.core.workloads.build import build_workload
 from tiersweep.core.workloads.rules import jobs_from_records
 from tiersweep.core.workloads.swf import read_swf
-from tiersweep.cli import main
 
 MODELS = ("feitelson96", "jann97", "lublin03")
 
@@ -123,7 +123,9 @@ def test_built_workload_is_a_function_of_seed_and_spec(model):
 @pytest.mark.parametrize("model", MODELS)
 def test_generate_writes_the_jobs_the_simulator_builds(tmp_path, capsys, model):
     out = tmp_path / f"{model}.swf.gz"
-    assert main(["workload", "generate", model, "--jobs", "2000", "--seed", "5", "--load", "0.7", "--out", str(out)]) == 0
+    assert (
+        main(["workload", "generate", model, "--jobs", "2000", "--seed", "5", "--load", "0.7", "--out", str(out)]) == 0
+    )
     assert "wrote 2,000 jobs" in capsys.readouterr().out
     log = read_swf(out)
     assert log.header["Model"] == model and log.header["MaxNodes"] == "320"
@@ -160,7 +162,9 @@ def test_describe_a_trace_counts_its_jobs(kth_path, capsys):
 
 
 def test_generate_rejects_a_bad_parameter(tmp_path, capsys):
-    assert main(["workload", "generate", "jann97", "--set", "size_rule=sideways", "--out", str(tmp_path / "x.swf")]) == 2
+    assert (
+        main(["workload", "generate", "jann97", "--set", "size_rule=sideways", "--out", str(tmp_path / "x.swf")]) == 2
+    )
     assert "size_rule" in capsys.readouterr().err
 
 

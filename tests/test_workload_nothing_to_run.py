@@ -18,9 +18,9 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers import make_jobs
 from sweep_helpers import runs_frame
-
 from tiersweep.core.engine import Engine
 from tiersweep.core.errors import SpecError
 from tiersweep.core.platforms import Nodes

@@ -18,11 +18,11 @@ import math
 import numpy as np
 import pytest
 
+from helpers import swf_rows
 from tiersweep.core.errors import TraceFormatError
 from tiersweep.core.simulate import simulate
 from tiersweep.core.workloads.rules import WorkloadReport, jobs_from_records, parse_estimate
 from tiersweep.core.workloads.swf import read_swf
-from helpers import swf_rows
 
 
 def swf_line(job: int, submit: float, run: float, alloc: int, procs: int, req: float) -> str:
@@ -253,7 +253,12 @@ def test_factor_estimate_is_factor_times_runtime(rule, overrun, expected):
 
 @pytest.mark.parametrize(
     ("rule", "expected"),
-    [("requested", ("requested", 1.0)), ("exact", ("exact", 1.0)), ("factor:2", ("factor", 2.0)), ("factor:0.25", ("factor", 0.25))],
+    [
+        ("requested", ("requested", 1.0)),
+        ("exact", ("exact", 1.0)),
+        ("factor:2", ("factor", 2.0)),
+        ("factor:0.25", ("factor", 0.25)),
+    ],
 )
 def test_parse_estimate_accepts_valid_rules(rule, expected):
     assert parse_estimate(rule) == expected
@@ -261,7 +266,20 @@ def test_parse_estimate_accepts_valid_rules(rule, expected):
 
 @pytest.mark.parametrize(
     "rule",
-    ["factor:0", "factor:-1", "factor:x", "factor:", "factor:nan", "factor:inf", "guess", "Requested", "factor", "", None, 2],
+    [
+        "factor:0",
+        "factor:-1",
+        "factor:x",
+        "factor:",
+        "factor:nan",
+        "factor:inf",
+        "guess",
+        "Requested",
+        "factor",
+        "",
+        None,
+        2,
+    ],
 )
 def test_parse_estimate_rejects_bad_rules(rule):
     with pytest.raises(ValueError):
@@ -408,7 +426,9 @@ def test_simulate_strict_raises_trace_format_error_naming_line(tmp_path):
     assert f"{path}:3:" in str(info.value)
 
 
-@pytest.mark.parametrize(("overrun", "runtime", "counter"), [("kill", 40.0, "overrun_killed"), ("extend", 50.0, "overrun_extended")])
+@pytest.mark.parametrize(
+    ("overrun", "runtime", "counter"), [("kill", 40.0, "overrun_killed"), ("extend", 50.0, "overrun_extended")]
+)
 def test_simulate_applies_overrun_rule(tmp_path, overrun, runtime, counter):
     path = tmp_path / "over.swf"
     path.write_text(f"; MaxProcs: 2\n{swf_line(1, 0, 50, 1, 1, 40)}\n")

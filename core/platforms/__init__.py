@@ -8,7 +8,8 @@ way as a plug-in would be), and the spec validator and ``--help`` pick it up fro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..params import validate_params
 from ..registry import Registry, lazy_exports

@@ -46,7 +46,7 @@ the order of the servers decides only who gets the VMs.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .fat_tree import AGGREGATION, CORE, EDGE, PER_SERVER, FatTreeState, Placement, Request, link_loads
 

@@ -55,12 +55,13 @@ placement: an embedder (:mod:`tiersweep.core.platforms.embedders`) proposes one 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..params import Param, int_in, is_whole, number_at_least, one_of
 from ..capabilities import EMBEDDING, TIME_TRACKING
+from ..params import Param, int_in, is_whole, number_at_least, one_of
 from .base import BasePlatform
 
 if TYPE_CHECKING:
@@ -168,8 +169,22 @@ class Topology:
     """
 
     __slots__ = (
-        "k", "h", "slots", "link_mbps", "check", "servers", "edges", "aggs", "cores", "pods", "links",
-        "edge_base", "agg_base", "edge_servers", "pod_servers", "all_servers",
+        "k",
+        "h",
+        "slots",
+        "link_mbps",
+        "check",
+        "servers",
+        "edges",
+        "aggs",
+        "cores",
+        "pods",
+        "links",
+        "edge_base",
+        "agg_base",
+        "edge_servers",
+        "pod_servers",
+        "all_servers",
     )
 
     def __init__(self, k: int, slots: int, link_mbps: float, check: str = HOSE) -> None:
@@ -460,8 +475,12 @@ def _even_k(value: Any) -> int:
 #: The spec keys of ``platform: {kind: fat_tree, ...}``.
 FAT_TREE_PARAMS: dict[str, Param] = {
     "k": Param(_even_k, default=6, doc="fat-tree parameter (even): k pods, (k/2)^2 cores, k^3/4 servers (6: 54)"),
-    "slots": Param(int_in(1, 4096, "each slot is a VM"), default=8, doc="VM slots per server (8: 432 slots with k = 6)"),
-    "link_mbps": Param(number_at_least(1 / _STEPS_PER_MBPS), default=1000.0, doc="capacity of every link, Mbps (at least 1/1024)"),
+    "slots": Param(
+        int_in(1, 4096, "each slot is a VM"), default=8, doc="VM slots per server (8: 432 slots with k = 6)"
+    ),
+    "link_mbps": Param(
+        number_at_least(1 / _STEPS_PER_MBPS), default=1000.0, doc="capacity of every link, Mbps (at least 1/1024)"
+    ),
     "bandwidth_check": Param(
         one_of(*BANDWIDTH_CHECKS),
         default=HOSE,
@@ -562,8 +581,7 @@ class FatTree(BasePlatform):
         for server, m in counts.items():
             if not (isinstance(server, int) and first <= server <= last):
                 return (
-                    f"server {server!r} is not below {_LEVEL_NAMES[level]} switch {switch} "
-                    f"(servers {first}..{last})",
+                    f"server {server!r} is not below {_LEVEL_NAMES[level]} switch {switch} (servers {first}..{last})",
                     None,
                 )
             if m > state.free[server]:
@@ -574,8 +592,7 @@ class FatTree(BasePlatform):
         for link, amount in loads:
             if amount > residual[link]:
                 return (
-                    f"link {topo.describe_link(link)} would need {amount:g} Mbps with "
-                    f"{residual[link]:g} Mbps left",
+                    f"link {topo.describe_link(link)} would need {amount:g} Mbps with {residual[link]:g} Mbps left",
                     None,
                 )
         return None, (tuple(pairs), loads)

@@ -43,7 +43,8 @@ gets per-row counts instead (as ``nodes`` does): a start or release is then O(1)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

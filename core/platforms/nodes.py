@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -219,7 +220,9 @@ class Nodes(BasePlatform):
     kind = "nodes"
     params = {
         "nodes": Param(
-            int_in(1, MAX_NODES, "each node's VMs take memory"), default=None, doc="number of nodes (default: the trace's MaxProcs)"
+            int_in(1, MAX_NODES, "each node's VMs take memory"),
+            default=None,
+            doc="number of nodes (default: the trace's MaxProcs)",
         ),
         "tiers": Param(
             int_in(1, MAX_TIERS, "one priority level per tier"),
@@ -278,7 +281,9 @@ class Nodes(BasePlatform):
         self.vectorised = tiers != 2 or vms >= self.vector_vms
         #: Jobs of at least this many processes are handled vectorised.
         self.bulk_from = self.vector_from if self.vectorised else sys.maxsize
-        store = (lambda code, value: array(code, [value]) * vms) if self.vectorised else (lambda code, value: [value] * vms)
+        store = (
+            (lambda code, value: array(code, [value]) * vms) if self.vectorised else (lambda code, value: [value] * vms)
+        )
         #: Job index per VM, -1 when idle. Read-only for callers.
         self.vm_job = store("q", -1)
         #: Estimated CPU usage of each VM's process (0 when idle). Read-only for callers.

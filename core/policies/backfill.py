@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..capabilities import PLACEMENT
 from ..decisions import Decision, Start
@@ -180,7 +181,11 @@ class Backfill(BasePolicy):
     places: bool = False
 
     def __init__(self, prediction: str = "user", order: str = "fcfs", correction: str = "increment") -> None:
-        for key, value, choices in (("prediction", prediction, PREDICTIONS), ("order", order, ORDERS), ("correction", correction, CORRECTIONS)):
+        for key, value, choices in (
+            ("prediction", prediction, PREDICTIONS),
+            ("order", order, ORDERS),
+            ("correction", correction, CORRECTIONS),
+        ):
             if value not in choices:
                 raise ValueError(f"{key}: unknown value {value!r}; valid choices: {', '.join(choices)}")
         self.prediction = prediction

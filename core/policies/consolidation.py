@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -379,7 +380,9 @@ class NodeVms(ResourceModel):
         else:
             yield Start(job, 0, placement)
 
-    def _place(self, job: Job, nodes: np.ndarray, keep: Sequence[int] = (), kept: Sequence[int] = ()) -> list[int] | np.ndarray:
+    def _place(
+        self, job: Job, nodes: np.ndarray, keep: Sequence[int] = (), kept: Sequence[int] = ()
+    ) -> list[int] | np.ndarray:
         """The placement of ``job``: processes ``keep`` on nodes ``kept``, the others on
         ``nodes`` by estimated CPU usage, descending (ties keep process order): the paper's
         matchmaking of the heaviest processes onto the least loaded nodes. A list for a

@@ -55,7 +55,8 @@ job, ``mean_wait`` per run. The metrics' ``response`` (finish minus submit) is n
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 from ..capabilities import EMBEDDING
 from ..decisions import Decision, Reject, Start, Suspend
@@ -480,5 +481,3 @@ class Bgmbfsdf(Bgmbf):
         super().__init__(embedder)
         self.duration = duration
         self.candidate_key = duration_key(duration)
-
-

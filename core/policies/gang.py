@@ -21,7 +21,8 @@ With ``mpl: 1`` there is one row and nothing to move: ``gs`` is ``fcfs`` and ``b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from ..capabilities import MOVES, PLACEMENT, ROWS
 from ..decisions import Decision, Move, Start

@@ -39,7 +39,19 @@ __all__ = ["LastTwo", "INCREMENTS", "PREDICTIONS", "ORDERS", "CORRECTIONS", "PRE
 
 #: Seconds past the first prediction after each successive correction (``correction:
 #: increment``): 1, 5, 15 and 30 minutes, then 1, 2, 5, 10, 20, 50 and 100 hours.
-INCREMENTS: tuple[float, ...] = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0)
+INCREMENTS: tuple[float, ...] = (
+    60.0,
+    300.0,
+    900.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    18000.0,
+    36000.0,
+    72000.0,
+    180000.0,
+    360000.0,
+)
 
 #: ``prediction``: ``user`` plans with the estimate as given; ``last2`` with :class:`LastTwo`.
 PREDICTIONS = ("user", "last2")

@@ -55,7 +55,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, ClassVar, Generator, Iterator, NamedTuple, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
 

@@ -55,7 +55,8 @@ then EASY backfilling, and the selector has nothing to choose (the platform pick
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Callable, Sequence, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from ..capabilities import PLACEMENT, VM_CAPACITIES
 from ..decisions import Start

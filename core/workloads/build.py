@@ -9,8 +9,9 @@ and the workload spec alone (and the platform size), never on the policy.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +19,8 @@ from ..errors import SpecError
 from ..jobs import Job
 from .bandwidth import annotate_bandwidth
 from .cpu import annotate_cpu
-from .offered_load import gap_scale, offered_load, rescale_gaps, scale_for_load
 from .models import generate
+from .offered_load import gap_scale, offered_load, rescale_gaps, scale_for_load
 from .rules import WorkloadReport, jobs_from_records
 from .swf import SWF_FIELDS, SwfLog, header_int, read_swf
 
@@ -105,10 +106,17 @@ def build_workload(
             if nodes is None:
                 raise SpecError(f"platform.nodes: {path} has no MaxProcs or MaxNodes header; set platform.nodes")
             if nodes < 1:
-                raise SpecError(f"platform.nodes: {path} says its machine has {nodes} processors (MaxProcs); set platform.nodes")
+                raise SpecError(
+                    f"platform.nodes: {path} says its machine has {nodes} processors (MaxProcs); set platform.nodes"
+                )
         report = WorkloadReport(malformed_skipped=log.malformed_skipped)
         jobs, report = jobs_from_records(
-            log.records, capacity=nodes, jobs=workload["jobs"], size_field=workload["size_field"], report=report, **rules
+            log.records,
+            capacity=nodes,
+            jobs=workload["jobs"],
+            size_field=workload["size_field"],
+            report=report,
+            **rules,
         )
         header = log.header
         scale = 1.0
@@ -165,9 +173,7 @@ def no_jobs_reason(report: WorkloadReport, nodes: int, capacity: str) -> str:
     return f"no job left to simulate: of {lines} job line(s), {', '.join(reasons) or 'none kept'}"
 
 
-def model_records(
-    workload: Mapping[str, Any], *, seed: int, nodes: int
-) -> tuple[np.ndarray, dict[str, str], float]:
+def model_records(workload: Mapping[str, Any], *, seed: int, nodes: int) -> tuple[np.ndarray, dict[str, str], float]:
     """Generate a validated model ``workload`` as SWF records, at its target load if it has one.
 
     Returns:

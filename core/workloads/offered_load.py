@@ -9,7 +9,7 @@ achieved utilisation, and can exceed 1. Never approximate it by mean(size) * mea
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -29,8 +29,8 @@ import os
 import re
 import stat
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -186,7 +186,9 @@ def _read_bytes(path: str, sha256: str | None = None) -> bytes:
         try:
             raw = gzip.decompress(raw)
         except EOFError:
-            raise TraceFormatError(f"{path}: the gzip data is truncated (it ends before its end marker); download or copy the file again") from None
+            raise TraceFormatError(
+                f"{path}: the gzip data is truncated (it ends before its end marker); download or copy the file again"
+            ) from None
         except (gzip.BadGzipFile, zlib.error) as error:
             raise TraceFormatError(f"{path}: corrupt gzip data ({error}); download or copy the file again") from None
     return raw
@@ -263,7 +265,9 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False, sha256: str
     if first_job == -1:
         # Checked here rather than from an empty table, so numpy never warns "input contained
         # no data" (and a zero-job run never starts).
-        raise TraceFormatError(f"{path}: no job lines (expected lines of {N_FIELDS} numbers after the ';' header comments)")
+        raise TraceFormatError(
+            f"{path}: no job lines (expected lines of {N_FIELDS} numbers after the ';' header comments)"
+        )
     if not _odd_bytes_outside_comments(raw):
         # The bytes hold nothing numpy might read differently from the slow path (non-ASCII,
         # which it takes as Latin-1, so a stray 0xA0 byte would separate fields; '_').
@@ -348,6 +352,7 @@ def _odd_bytes_outside_comments(raw: bytes) -> bool:
     the whole file would cost as much as parsing it).
     """
     if raw.isascii():
+
         def next_at(position: int) -> int:
             return raw.find(b"_", position)
     else:
@@ -389,10 +394,14 @@ def _parse_lines(path: str, raw: bytes, lenient: bool) -> tuple[np.ndarray, list
                 values = [float(x) for x in fields]
                 bad = next((x for x, v in zip(fields, values) if not math.isfinite(v)), None)
             if bad is not None:
-                problem = f"expected {N_FIELDS} numbers (plain ASCII decimal, like 12, -1 or 3.5), found {_decode(bad)!r}"
+                problem = (
+                    f"expected {N_FIELDS} numbers (plain ASCII decimal, like 12, -1 or 3.5), found {_decode(bad)!r}"
+                )
         if problem is not None:
             if not lenient:
-                raise TraceFormatError(f"{path}:{number}: malformed job line: {problem}: {_decode(line).strip()[:120]!r}")
+                raise TraceFormatError(
+                    f"{path}:{number}: malformed job line: {problem}: {_decode(line).strip()[:120]!r}"
+                )
             skipped += 1
             continue
         rows.append(values)
@@ -459,7 +468,9 @@ def _checked(
             value = float(records[row, column])
             # A whole number only fails for its size: say the bound, not just "whole".
             limit = " from -2**53 to 2**53" if value == math.floor(value) else ""
-            raise TraceFormatError(f"{path}:{line_of(row)}: {SWF_FIELDS[column]} must be a whole number{limit}, found {value!r}")
+            raise TraceFormatError(
+                f"{path}:{line_of(row)}: {SWF_FIELDS[column]} must be a whole number{limit}, found {value!r}"
+            )
         records = np.delete(records, rows, axis=0)
         skipped += len(rows)
     ids = records[:, 0]

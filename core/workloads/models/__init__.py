@@ -9,8 +9,9 @@ rules as a trace's (:func:`tiersweep.core.workloads.rules.jobs_from_records`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,12 @@ def generate(
 
 
 def check_parameters(
-    model: str, preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
+    model: str,
+    preset: str,
+    overrides: Mapping[str, Any],
+    *,
+    machine_size: int | None = None,
+    max_size: int | None = None,
 ) -> None:
     """Raise ValueError (or SpecError) if ``overrides`` are not valid parameters of ``model``'s
     ``preset`` (on a machine of ``machine_size`` nodes, if known): the check a generator makes,

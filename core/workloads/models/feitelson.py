@@ -54,7 +54,8 @@ from __future__ import annotations
 import heapq
 import math
 import numbers
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -123,9 +124,7 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
     params = dict(PRESETS[preset])
     for key, value in overrides.items():
         if key not in params:
-            raise ValueError(
-                f"{NAME}: unknown parameter {key!r}; valid parameters: {', '.join(sorted(params))}"
-            )
+            raise ValueError(f"{NAME}: unknown parameter {key!r}; valid parameters: {', '.join(sorted(params))}")
         params[key] = value
     return _validate(params)
 
@@ -133,9 +132,7 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
 def _positive(params: dict[str, Any], key: str) -> None:
     value = params[key]
     if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and value > 0)  # type: ignore[operator]  # typeshed: Real has no > int
+        isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0)  # type: ignore[operator]  # typeshed: Real has no > int
     ):
         raise ValueError(f"{NAME}: {key} must be a positive finite number, got {value!r}")
     params[key] = float(value)
@@ -160,7 +157,9 @@ def _seconds(params: dict[str, Any], key: str) -> None:
     _positive(params, key)
     low, high = SECONDS
     if not low <= params[key] <= high:
-        raise ValueError(f"{NAME}: {key} must be from {low:g} to {high:g} seconds (times are whole seconds), got {params[key]!r}")
+        raise ValueError(
+            f"{NAME}: {key} must be from {low:g} to {high:g} seconds (times are whole seconds), got {params[key]!r}"
+        )
 
 
 def _validate(params: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +194,9 @@ def _checked(
     (None: not known yet): the checks :func:`generate` makes of its parameters."""
     if max_size is None:
         # The calibrated range, cut to the machine (a job never exceeds the machine).
-        max_size = min(DEFAULT_MAX_SIZE, machine_size) if isinstance(machine_size, numbers.Integral) else DEFAULT_MAX_SIZE
+        max_size = (
+            min(DEFAULT_MAX_SIZE, machine_size) if isinstance(machine_size, numbers.Integral) else DEFAULT_MAX_SIZE
+        )
     if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or max_size < 1:
         raise ValueError(f"{NAME}: max_size must be a positive integer, got {max_size!r}")
     if machine_size is not None and max_size > machine_size:
@@ -349,8 +350,10 @@ def generate(
         raise ValueError(f"{NAME}: jobs must be a non-negative integer, got {jobs!r}")
     if isinstance(machine_size, bool) or not isinstance(machine_size, numbers.Integral) or machine_size < 1:
         raise ValueError(f"{NAME}: machine_size must be a positive integer, got {machine_size!r}")
-    if isinstance(load_scale, bool) or not isinstance(load_scale, numbers.Real) or not (
-        math.isfinite(load_scale) and load_scale > 0
+    if (
+        isinstance(load_scale, bool)
+        or not isinstance(load_scale, numbers.Real)
+        or not (math.isfinite(load_scale) and load_scale > 0)
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
     params, max_size = _checked(preset, overrides, machine_size, max_size)

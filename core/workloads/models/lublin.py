@@ -63,9 +63,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -126,12 +127,63 @@ PARAMETERS: tuple[str, ...] = tuple(f.name for f in fields(ParamSet))
 
 #: The reference parameter sets (``m_lublin99.c``, MODELS.md 2.2).
 REFERENCE: Mapping[str, ParamSet] = {
-    "typeless": ParamSet(0.244, 0.576, 0.8, 4.5, 7.0, 0.86, 4.2, 0.94, 312.0, 0.03, -0.0054, 0.78,
-                         10.2303, 0.4871, 8.1737, 3.9631, 1.0225),
-    "batch": ParamSet(0.2927, 0.6686, 1.2, 5.0, 7.0, 0.875, 6.57, 0.823, 639.1, 0.0156, -0.003, 0.6986,
-                      6.0415, 0.8531, 6.1271, 5.2740, 1.0519),
-    "interactive": ParamSet(0.1541, 0.625, 1.0, 3.0, 5.5, 0.705, 3.8351, 0.6605, 7.073, 0.6856, -0.0118,
-                            0.9156, 6.5510, 0.6621, 8.9186, 3.6680, 0.9797),
+    "typeless": ParamSet(
+        0.244,
+        0.576,
+        0.8,
+        4.5,
+        7.0,
+        0.86,
+        4.2,
+        0.94,
+        312.0,
+        0.03,
+        -0.0054,
+        0.78,
+        10.2303,
+        0.4871,
+        8.1737,
+        3.9631,
+        1.0225,
+    ),
+    "batch": ParamSet(
+        0.2927,
+        0.6686,
+        1.2,
+        5.0,
+        7.0,
+        0.875,
+        6.57,
+        0.823,
+        639.1,
+        0.0156,
+        -0.003,
+        0.6986,
+        6.0415,
+        0.8531,
+        6.1271,
+        5.2740,
+        1.0519,
+    ),
+    "interactive": ParamSet(
+        0.1541,
+        0.625,
+        1.0,
+        3.0,
+        5.5,
+        0.705,
+        3.8351,
+        0.6605,
+        7.073,
+        0.6856,
+        -0.0118,
+        0.9156,
+        6.5510,
+        0.6621,
+        8.9186,
+        3.6680,
+        0.9797,
+    ),
 }
 _CLASSES = ("typeless", "batch", "interactive")
 _TYPE_FIELD = {"typeless": 0, "batch": 1, "interactive": 0}
@@ -179,8 +231,8 @@ def _split_key(key: str) -> tuple[str | None, str]:
         return "typeless", key
     for cls in _CLASSES:
         prefix = cls + "_"
-        if key.startswith(prefix) and key[len(prefix):] in PARAMETERS:
-            return cls, key[len(prefix):]
+        if key.startswith(prefix) and key[len(prefix) :] in PARAMETERS:
+            return cls, key[len(prefix) :]
     raise SpecError(f"{NAME}: unknown parameter {key!r}; {_valid_keys_message()}")
 
 
@@ -258,7 +310,9 @@ def _size_bound(p: ParamSet) -> int:
     return math.floor(2.0**p.uhi + 0.5)
 
 
-def check_parameters(preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None) -> None:
+def check_parameters(
+    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None
+) -> None:
     """Raise SpecError if ``overrides`` of ``preset`` are not valid parameters for this machine
     (before any job is generated)."""
     _resolve(preset, machine_size, max_size, overrides)
