@@ -1366,11 +1366,11 @@ def most_migrations(stated: float, tolerance: float) -> Measure:
     def measure(runs: pd.DataFrame) -> Verdict:
         runs = _ok(runs)
         estimates = []
-        for (policy, load), group in runs.groupby(["policy.name", "workload.load"], sort=True):
+        for (policy, level), group in runs.groupby(["policy.name", "workload.load"], sort=True):
             totals = (group["migrations_per_job"].astype(float) * group["jobs"].astype(float)).to_numpy()
             same = len(totals) > 1 and len(set(totals)) == 1
             low, high = (totals[0], totals[0]) if same else t_interval(totals)
-            estimates.append(Estimate(f"{policy}, load {load:g}", float(totals.mean()), float(low), float(high), same))
+            estimates.append(Estimate(f"{policy}, load {level:g}", float(totals.mean()), float(low), float(high), same))
         if not estimates:
             return Verdict("no cells stored", 0, 0, False)
         within = [e.low <= stated + tolerance for e in estimates]

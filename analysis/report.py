@@ -657,7 +657,8 @@ def _html(
         f"<title>tiersweep report: {esc(root.name)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>tiersweep report: {esc(root.name)}</h1>",
-        f"<p>{len(runs)} cells ({len(runs) - len(failed)} ok, {len(failed)} failed) from <code>{esc(str(root))}</code>.</p>",
+        f"<p>{len(runs)} cells ({len(runs) - len(failed)} ok, {len(failed)} failed) "
+        f"from <code>{esc(str(root))}</code>.</p>",
         "<h2>Summary (mean and 95% interval over seeds)</h2>",
     ]
     if warning:

@@ -152,12 +152,15 @@ def write_tuning_plots(
         suffix = f"_{metric}" if len(metrics) > 1 else ""
         save(
             f"history{suffix}",
-            lambda: plot_history(study, metric, index=i, baseline=baseline.get(metric)),
+            lambda: plot_history(study, metric, index=i, baseline=baseline.get(metric)),  # noqa: B023 (called at once)
             resize=False,
         )
         if len(complete) > 1 and len(study.best_trials if len(metrics) > 1 else [0]) and len(complete[0].params) > 1:
-            save(f"importances{suffix}", lambda: plots.plot_param_importances(study, target=target, target_name=metric))
-        save(f"slice{suffix}", lambda: plots.plot_slice(study, target=target, target_name=metric))
+            save(
+                f"importances{suffix}",
+                lambda: plots.plot_param_importances(study, target=target, target_name=metric),  # noqa: B023 (called at once)
+            )
+        save(f"slice{suffix}", lambda: plots.plot_slice(study, target=target, target_name=metric))  # noqa: B023 (called at once)
     if len(metrics) == 2:
         save("pareto_front", lambda: plots.plot_pareto_front(study, target_names=metrics))
     return written

@@ -106,7 +106,8 @@ def bench_command(traces: str, repeat: int, quick: bool) -> int:
             load = min(t[1] for t in timings)
             sim = min(t[2] for t in timings)
             print(
-                f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} {sim:>11.3f} {jobs / sim:>10,.0f}"
+                f"{name.removesuffix('.swf.gz'):<30} {policy:<7} {jobs:>8,} {load:>8.3f} "
+                f"{sim:>11.3f} {jobs / sim:>10,.0f}"
             )
     name, count, nodes, tiers = CONSOLIDATION_CASE
     if not quick:
@@ -175,7 +176,8 @@ def sweep_bench_command(backends: list[str]) -> int:
         f"sweep benchmark: {SWEEP_BENCH_CONFIG['grid']} x {SWEEP_BENCH_CONFIG['seeds']} seeds; {os.cpu_count()} cpus\n"
     )
     print(
-        f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} {'overhead ms/cell':>17} {'start+stop s':>13}"
+        f"{'backend':<9} {'cells':>6} {'wall s':>8} {'cell s':>8} {'speed-up':>9} "
+        f"{'overhead ms/cell':>17} {'start+stop s':>13}"
     )
     first = None
     for backend in backends:

@@ -21,9 +21,9 @@
     #                          # (0: none; default: from each cell's expected cost)
 
 The cells are the cartesian product of the grid axes and the zip groups (each group one
-axis), times the points of the sampled design (if any), times the seeds, less the exclusions; each is validated as a run spec before anything
-runs, and errors name the config key path and the cells (every invalid cell, grouped by error,
-with what to change).
+axis), times the points of the sampled design (if any), times the seeds, less the exclusions;
+each is validated as a run spec before anything runs, and errors name the config key path and
+the cells (every invalid cell, grouped by error, with what to change).
 
 Relative trace paths in a config file (in ``base``, in axis values, in exclusion rules) are
 taken from the file's folder; ``--set`` values (:func:`override_base`) from the current
@@ -385,8 +385,8 @@ _DIAGNOSIS_BUDGET = 200_000
 
 def expand(config: SweepConfig) -> list[Cell]:
     """The cells of a sweep, in a fixed order: grid points (grid by grid; axes in config order,
-    last axis fastest), then the sampled design's points (in design order), then seeds; excluded points dropped; cells with the same canonical spec
-    kept once.
+    last axis fastest), then the sampled design's points (in design order), then seeds; excluded
+    points dropped; cells with the same canonical spec kept once.
 
     Every grid point is validated before the error is raised, so that one message reports every
     invalid cell: grouped by error, each group naming its first cells and what to change (the

@@ -290,7 +290,8 @@ def _spec_loader() -> type:
                     raise RepeatedKeyError(
                         None,
                         None,
-                        f"the key {key_node.value!r} is given twice (first on line {first[identity]}); give each key once",
+                        f"the key {key_node.value!r} is given twice (first on line {first[identity]}); "
+                        "give each key once",
                         key_node.start_mark,
                     )
                 first[identity] = key_node.start_mark.line + 1

@@ -386,8 +386,13 @@ class Store:
 #: How to recover from a damaged file, by the table it belongs to.
 _RECOVERY = {
     "runs": "move it out of the folder: the next `tiersweep sweep` computes the cells it held again",
-    "jobs": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their per-job records again",
-    "segments": "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their segments again",
+    "jobs": (
+        "move it out of the folder: its cells stay stored, "
+        "and `tiersweep sweep --jobs` computes their per-job records again"
+    ),
+    "segments": (
+        "move it out of the folder: its cells stay stored, and `tiersweep sweep --jobs` computes their segments again"
+    ),
     "trials": "move it out of the folder: the next `tiersweep tune` of the study writes it again from its storage",
 }
 

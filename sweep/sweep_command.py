@@ -39,7 +39,8 @@ def sweep_command(
         cells, todo, store, lacking = plan(config, out, force=force, retry_failed=retry_failed, with_jobs=with_jobs)
         pending = {c.cell_id for c in todo}
         print(
-            f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, {len(todo)} to compute"
+            f"sweep {config.name}: {len(cells)} cells, {len(cells) - len(todo)} stored in {store.root}, "
+            f"{len(todo)} to compute"
         )
         for cell in cells:
             point = ", ".join(f"{k}={v}" for k, v in cell.point.items())
@@ -71,7 +72,8 @@ def sweep_command(
         )
     if outcome.computed:
         print(
-            f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; backend start-up {outcome.extra['startup_seconds']:.1f} s"
+            f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; "
+            f"backend start-up {outcome.extra['startup_seconds']:.1f} s"
         )
     for note in outcome.extra.get("notes", []):
         print(f"note: {note}; see the README's Ray section")

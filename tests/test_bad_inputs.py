@@ -242,8 +242,8 @@ def test_a_sweep_whose_exclusions_leave_no_cell_is_refused(tmp_path, capsys):
     [
         ("seeds: 1000000000\n", "seeds: expected a count from 1 to 1,000,000"),
         (
-            "grid: {workload.jobs: [%s], platform.nodes: [%s]}\n"
-            % (",".join(map(str, range(1, 2001))), ",".join(map(str, range(16, 1016)))),
+            f"grid: {{workload.jobs: [{','.join(map(str, range(1, 2001)))}], "
+            f"platform.nodes: [{','.join(map(str, range(16, 1016)))}]}}\n",
             "the grid has 2,000,000 points x 1 seeds = 2,000,000 cells, more than 1,000,000",
         ),
     ],

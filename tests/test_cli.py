@@ -88,7 +88,8 @@ def test_jobs_out_csv_and_parquet_agree(tmp_path, kth_path, capsys):
         (["--set", "workload.jbos=3"], "workload.jbos: unknown key"),
         (
             ["--set", "workload.jobs=-3"],
-            "workload.jobs: expected an integer from 1 to 100,000,000 (a hundred million jobs need about 100 GB of memory), got -3",
+            "workload.jobs: expected an integer from 1 to 100,000,000 "
+            "(a hundred million jobs need about 100 GB of memory), got -3",
         ),
         (["--set", "nonsense"], "expected KEY=VALUE"),
         (["--jobs-out", "jobs.txt"], "expected a .csv or .parquet"),

@@ -110,7 +110,8 @@ def audit_consolidation(sim: Engine) -> None:
                     continue  # evicted by a later arrival's placement: its turn is the next pass
                 later = sum(other.size for other in fg if other.index > job.index)
                 assert job.size > idle + later, (
-                    f"{policy.name}: job {job.job_id} (size {job.size}) left {'queued' if job.tier is None or job.tier == 0 else 'in the background'} at t={sim.now:g} "
+                    f"{policy.name}: job {job.job_id} (size {job.size}) left "
+                    f"{'queued' if job.tier is None or job.tier == 0 else 'in the background'} at t={sim.now:g} "
                     f"with {idle} idle foreground VMs and {later} held by later arrivals"
                 )
 

@@ -166,7 +166,8 @@ def test_a_lock_left_by_a_killed_driver_is_not_stale(tmp_path):
         [
             "python",
             "-c",
-            f"from tiersweep.sweep.folder_lock import FolderLock\nimport time\nwith FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)",
+            "from tiersweep.sweep.folder_lock import FolderLock\nimport time\n"
+            f"with FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
     )

@@ -400,7 +400,7 @@ class TestReasyNeverKillsInTheContractRuns(PolicyContract):
     def check_run(self, run):
         super().check_run(run)
         assert run.engine.kills == 0 and not any(run.policy.suspensions.values())
-        for job_id, tier, _, _, nodes, how in run.engine.segments:
+        for job_id, _tier, _, _, _nodes, how in run.engine.segments:
             assert how in ("finish", "move"), (job_id, how)
         assert all(job.migrations == 0 for job in run.jobs)
 

@@ -448,7 +448,7 @@ def test_log_gaps_follow_the_truncated_gamma():
         g = lublin._log_gaps(stream(5, f"lublin03/arrivals/{cls}"), lublin.REFERENCE[cls], 40_000)
         assert g.max() <= 13
         mass = special.gammainc(a, 13 / b)
-        pvalue = stats.kstest(g, lambda x: special.gammainc(a, np.asarray(x) / b) / mass).pvalue
+        pvalue = stats.kstest(g, lambda x, a=a, b=b, mass=mass: special.gammainc(a, np.asarray(x) / b) / mass).pvalue
         assert pvalue > 1e-3, (cls, pvalue)
 
 

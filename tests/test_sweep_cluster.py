@@ -302,7 +302,8 @@ def test_sweep_survives_losing_a_worker_node_mid_sweep(tmp_path, short_tmp):
             )
         after_kill = time.monotonic() - killed_at
         print(
-            f"worker node killed with {stored_at_kill} of {len(cells)} cells stored; the sweep exited {after_kill:.1f} s later"
+            f"worker node killed with {stored_at_kill} of {len(cells)} cells stored; "
+            f"the sweep exited {after_kill:.1f} s later"
         )
         output = tail(sweep_log, 10_000)
         assert status == 0, f"exit status {status} after losing a node ({after_kill:.0f} s later):\n{output}"

@@ -163,9 +163,9 @@ def test_exclude_with_scalar_values_drops_the_points_matching_every_key():
     cells = expand(parse_sweep_config(raw))
     kept = [(c.point["policy.name"], c.point["workload.load"]) for c in cells]
     assert kept == [
-        (n, l)
-        for n, l in itertools.product(GRID["policy.name"], GRID["workload.load"])
-        if (n, l) != ("easy", 0.9)
+        (name, level)
+        for name, level in itertools.product(GRID["policy.name"], GRID["workload.load"])
+        if (name, level) != ("easy", 0.9)
         for _ in range(2)
     ]
     assert [c.index for c in cells] == list(range(6))
@@ -274,7 +274,8 @@ def test_seeds_change_cell_ids():
     [
         (
             {**small_raw(), "gird": {}},
-            r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, sample, seeds, seed, cell_timeout$",
+            r"^gird: unknown key; valid keys: name, description, base, grid, grids, zip, exclude, sample, seeds, seed, "
+            r"cell_timeout$",
         ),
         ({k: v for k, v in small_raw().items() if k != "name"}, r"^name: expected a name of letters, digits.*got None"),
         (small_raw(name="../escape"), r"^name: expected a name.*got '\.\./escape'"),

@@ -611,8 +611,8 @@ def test_tier_durations_are_the_time_each_job_held_vms(kth_consolidated):
 
 def test_utilisation_never_exceeds_one_even_under_the_idle_floor(tmp_path):
     # One node, two tiers, fixed factors (o = 0, eff 0.9), no CPU information with the fixed
-    # prior (cpu_accuracy 0, cpu_guess prior: every estimate is 0.7 < 0.96). A (1 process, true CPU 1.0, 100 s) runs in the
-    # foreground; B (1 process, true CPU 1.0, 10 s) is placed in the background under A and
+    # prior (cpu_accuracy 0, cpu_guess prior: every estimate is 0.7 < 0.96). A (1 process, true
+    # CPU 1.0, 100 s) runs in the foreground; B (1 process, true CPU 1.0, 10 s) is placed in the background under A and
     # progresses at 0.9 * 0.04 (floor) = 0.036 while consuming 0.036 of a node A fully uses.
     # After A ends at 100, B (3.6 s done) moves up and finishes at 106.4.
     # Node 0 is never more than fully busy, so utilisation <= 1; summing runtime x CPU gives

@@ -156,7 +156,8 @@ def ray_session():
 CONFIG_ERRORS = {
     "unknown top-level key": (
         {"trails": 6},
-        r"^trails: unknown key; valid keys: name, description, base, params, objective, seeds, seed, variants, trials, parallel, sampler, pruner, study$",
+        r"^trails: unknown key; valid keys: name, description, base, params, objective, seeds, seed, variants, trials, "
+        r"parallel, sampler, pruner, study$",
     ),
     "unknown range key": (
         {"params": {BG: {"low": 0.5, "high": 1.0, "step": 0.1}}},
@@ -493,7 +494,8 @@ def test_explicit_sqlite_storage_and_direction_clash(tmp_path):
     clash = tiny_raw("explicit", study={"name": "shared", "storage": url}, objective={"mean_bsld": "maximize"})
     with pytest.raises(
         TiersweepError,
-        match=r"study 'shared' in sqlite:///.*custom\.db optimises \['minimize'\], this config \['maximize'\]: use another study name",
+        match=r"study 'shared' in sqlite:///.*custom\.db optimises \['minimize'\], this config \['maximize'\]: "
+        r"use another study name",
     ):
         tune(clash, tmp_path / "out", trials=4)
     two = tiny_raw(

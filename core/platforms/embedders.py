@@ -303,7 +303,7 @@ def greedy(state: FatTreeState, request: Request) -> Placement | None:
     for core in range(topo.cores):
         i, j = divmod(core, h)
 
-        def room(s: int) -> float:
+        def room(s: int, i: int = i, j: int = j) -> float:
             edge = s // h
             return -min(
                 residual[s], residual[edge_base + edge * h + i], residual[agg_base + ((edge // h) * h + i) * h + j]

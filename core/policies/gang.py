@@ -42,7 +42,8 @@ PACKINGS = ("first", "best")
 PACKING = Param(
     one_of(*PACKINGS),
     default="first",
-    doc="row for a job: first (lowest busy row that fits) or best (fullest busy row that fits); an idle row only if none",
+    doc="row for a job: first (lowest busy row that fits) or best (fullest busy row that fits); "
+    "an idle row only if none",
 )
 
 

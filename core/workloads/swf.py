@@ -288,7 +288,8 @@ def read_swf(path: str | os.PathLike[str], *, lenient: bool = False, sha256: str
 def _none_left(path: str, skipped: int) -> TraceFormatError:
     """The error for a lenient read that skipped every job line."""
     return TraceFormatError(
-        f"{path}: no job lines left: all {skipped} were malformed and skipped (lenient); expected lines of {N_FIELDS} numbers"
+        f"{path}: no job lines left: all {skipped} were malformed and skipped (lenient); "
+        f"expected lines of {N_FIELDS} numbers"
     )
 
 
