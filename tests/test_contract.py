@@ -242,6 +242,7 @@ def kth_jobs(kth_path, *, drop_zero_runtime: bool = False, **rules) -> tuple[lis
     return jobs, capacity
 
 
+@pytest.mark.slow
 def test_kth_without_zero_runtimes_keeps_the_contract_with_exact_estimates(kth_path):
     # Zero-runtime jobs with exact estimates once broke reservations (the zero-estimate bug);
     # without them, every policy must keep the contract on the first 3000 jobs.

@@ -343,6 +343,7 @@ def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
     return [pid for pid in pids if _alive(pid)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "backend", ["serial", "process", pytest.param("ray", marks=pytest.mark.slow)]
 )  # Ray starts in ~5 s
