@@ -50,12 +50,22 @@ def why_not(engine: Engine) -> str | None:
     if platform.kind != "nodes":
         return _PLATFORM
     from .platforms.nodes import Nodes
-    from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, NodeVms, Smcbf
-    from .policies.two_tier_easy import Keasy, Reasy, TieredVms
+    from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, NodeVms, Smcbf
+    from .policies.two_tier_easy import Keasy, Reasy, TieredVms, TwoTierEasy
 
-    consolidation = type(policy) in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf) and type(policy.resources) is NodeVms
+    # (The isinstance checks narrow the type; the exact types are what the compiled run covers.)
+    consolidation = (
+        isinstance(policy, Consolidation)
+        and type(policy) in (Cmbf, Ambf, Cmcbf, Amcbf, Smcbf)
+        and type(policy.resources) is NodeVms
+    )
     # KEASY and REASY as they plan by default: on the jobs' own estimates.
-    two_tier_easy = type(policy) in (Keasy, Reasy) and type(policy.resources) is TieredVms and policy._plain
+    two_tier_easy = (
+        isinstance(policy, TwoTierEasy)
+        and type(policy) in (Keasy, Reasy)
+        and type(policy.resources) is TieredVms
+        and policy._plain
+    )
     if not (consolidation or two_tier_easy):
         return f"the compiled whole run does not cover policy {policy.name!r}"
     if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:

@@ -165,7 +165,7 @@ class Engine:
         observer = self.observer
         advance = platform.advance if platform.tracks_time else None
         # A hook the policy does not override does nothing: skip the call (one per job).
-        on_submit = policy.on_submit
+        on_submit: Callable[[Job], None] | None = policy.on_submit
         if getattr(on_submit, "__func__", None) is BasePolicy.on_submit:
             on_submit = None
         cursor = 0

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, MutableSequence, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -106,6 +106,12 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
         return np.flatnonzero(seen)
     ordered = np.sort(values)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def _view(values: MutableSequence[Any], dtype: type) -> np.ndarray:
+    """A numpy view of per-VM or per-job state: only a vectorised machine takes views, and it
+    keeps that state in typed arrays (see :data:`VECTOR_VMS`)."""
+    return np.frombuffer(cast(array, values), dtype=dtype)
 
 
 class _ListCopy:
@@ -281,31 +287,34 @@ class Nodes(BasePlatform):
         self.vectorised = tiers != 2 or vms >= self.vector_vms
         #: Jobs of at least this many processes are handled vectorised.
         self.bulk_from = self.vector_from if self.vectorised else sys.maxsize
-        store = (
-            (lambda code, value: array(code, [value]) * vms) if self.vectorised else (lambda code, value: [value] * vms)
-        )
+
+        def store(code: str, value: float) -> MutableSequence[Any]:
+            return array(code, [value]) * vms if self.vectorised else [value] * vms
+
         #: Job index per VM, -1 when idle. Read-only for callers.
-        self.vm_job = store("q", -1)
+        self.vm_job: MutableSequence[int] = store("q", -1)
         #: Estimated CPU usage of each VM's process (0 when idle). Read-only for callers.
-        self.vm_est = store("d", 0.0)
-        self._cpu = store("d", 0.0)  # the process's true CPU usage
-        self._factor = store("d", 0.0)  # o (foreground) or eff (background) of this epoch
-        self._prate = store("d", 1.0)  # the process's rate in this epoch
-        self._overflow = array("d", [0.0]) * nodes if self.vectorised else [0.0] * nodes  # per node: CPU use beyond 1
+        self.vm_est: MutableSequence[float] = store("d", 0.0)
+        self._cpu: MutableSequence[float] = store("d", 0.0)  # the process's true CPU usage
+        self._factor: MutableSequence[float] = store("d", 0.0)  # o (foreground) or eff (background) of this epoch
+        self._prate: MutableSequence[float] = store("d", 1.0)  # the process's rate in this epoch
+        # Per node: CPU use beyond 1.
+        self._overflow: MutableSequence[float] = array("d", [0.0]) * nodes if self.vectorised else [0.0] * nodes
         if self.vectorised:
-            self.vm_job_view = np.frombuffer(self.vm_job, dtype=np.int64)
-            self.vm_est_view = np.frombuffer(self.vm_est, dtype=np.float64)
-            self._cpu_view = np.frombuffer(self._cpu, dtype=np.float64)
-            self._factor_view = np.frombuffer(self._factor, dtype=np.float64)
-            self._prate_view = np.frombuffer(self._prate, dtype=np.float64)
-            self._overflow_view = np.frombuffer(self._overflow, dtype=np.float64)
+            self.vm_job_view = _view(self.vm_job, np.int64)
+            self.vm_est_view = _view(self.vm_est, np.float64)
+            self._cpu_view = _view(self._cpu, np.float64)
+            self._factor_view = _view(self._factor, np.float64)
+            self._prate_view = _view(self._prate, np.float64)
+            self._overflow_view = _view(self._overflow, np.float64)
         self._vms: dict[int, list[int] | np.ndarray] = {}  # running job index -> its VMs
         self._running: dict[int, Job] = {}
         # Per job index (grown on demand): the current rate and the size, for look-ups of the
         # jobs occupying a batch of VMs.
-        self._rate = array("d") if self.vectorised else []
-        self._size = array("q") if self.vectorised else []
-        self._job_eff = array("d") if self.vectorised else []  # this placement's eff (job scope)
+        self._rate: MutableSequence[float] = array("d") if self.vectorised else []
+        self._size: MutableSequence[int] = array("q") if self.vectorised else []
+        # This placement's eff (job scope).
+        self._job_eff: MutableSequence[float] = array("d") if self.vectorised else []
         self._rate_view = np.zeros(0)
         self._size_view = np.zeros(0, dtype=np.int64)
         self._job_eff_view = np.zeros(0)
@@ -433,9 +442,9 @@ class Nodes(BasePlatform):
         self._job_eff.extend([0.0] * (grown - len(self._job_eff)))
         self._rate.extend([0.0] * (grown - len(self._rate)))
         if self.vectorised:
-            self._rate_view = np.frombuffer(self._rate, dtype=np.float64)
-            self._size_view = np.frombuffer(self._size, dtype=np.int64)
-            self._job_eff_view = np.frombuffer(self._job_eff, dtype=np.float64)
+            self._rate_view = _view(self._rate, np.float64)
+            self._size_view = _view(self._size, np.int64)
+            self._job_eff_view = _view(self._job_eff, np.float64)
 
     def start(self, job: Job, tier: int, nodes: Sequence[int] | None) -> tuple[Sequence[int], float]:
         if self._free is not None:
@@ -445,12 +454,12 @@ class Nodes(BasePlatform):
         k, index = self.tiers, job.index
         if job.size < self.bulk_from:
             held = held.tolist()
-            vms = [node * k + tier for node in held]
+            vms: list[int] | np.ndarray = [node * k + tier for node in held]
             occ = self.vm_job
             for vm in vms:
                 occ[vm] = index
             if k == 1:
-                return held, 1.0
+                return cast(Sequence[int], held), 1.0  # a list of node ids, or an array of them
             cpu, est = self._cpu, self.vm_est
             for vm, true, estimate in zip(vms, job.cpu_true, job.cpu_est):
                 cpu[vm] = true
@@ -460,21 +469,22 @@ class Nodes(BasePlatform):
             vms = held * k + tier
             self.vm_job_view[vms] = index
             if k == 1:
-                return held, 1.0
+                return cast(Sequence[int], held), 1.0  # a list of node ids, or an array of them
             self._cpu_view[vms] = job.cpu_true
             self.vm_est_view[vms] = job.cpu_est
             self._dirty_bulk.append(held)
         self._vms[index] = vms
         self._running[index] = job
         if index >= len(self._rate):
-            self._rate_view = self._size_view = self._job_eff_view = None  # release the views so the arrays can grow
+            # Release the views so the arrays can grow (_grow_job_arrays makes new ones).
+            self._rate_view = self._size_view = self._job_eff_view = None  # type: ignore[assignment]
             self._grow_job_arrays(index)
         self._rate[index] = 0.0  # the real rate is reported by rate_changes()
         self._size[index] = job.size
         if tier and self.eff_per_job:
             self._job_eff[index] = self._draw_eff(job.size)  # a new placement epoch of the job
         self.rates_dirty = True
-        return held, 0.0
+        return cast(Sequence[int], held), 0.0  # a list of node ids, or an array of them
 
     def release(self, job: Job) -> None:
         if self._free is not None:
@@ -489,16 +499,17 @@ class Nodes(BasePlatform):
                 est[vm] = 0.0
             self._idle[tier].extend(np.array(nodes, dtype=np.int64))
         else:
-            vms = nodes * k + tier
+            ids = cast(np.ndarray, nodes)  # start holds a large job's nodes as an array
+            vms = ids * k + tier
             self.vm_job_view[vms] = -1
             self.vm_est_view[vms] = 0.0
-            self._idle[tier].extend(nodes)
+            self._idle[tier].extend(ids)
         if k == 1:
             return
         if type(nodes) is list:
             self._dirty.update(nodes)
         else:
-            self._dirty_bulk.append(nodes)
+            self._dirty_bulk.append(cast(np.ndarray, nodes))
         del self._running[job.index]
         del self._vms[job.index]
         self.rates_dirty = True
@@ -513,7 +524,7 @@ class Nodes(BasePlatform):
 
     def _draw_eff(self, size: int) -> float:
         if self.bg_efficiency != "paper":
-            return self.bg_efficiency
+            return cast(float, self.bg_efficiency)  # a number (see _efficiency)
         if size == 1:
             return self._eff.uniform(*_EFF_SINGLE)
         return self._eff.truncated_normal(*_EFF_MULTI)
@@ -609,7 +620,7 @@ class Nodes(BasePlatform):
         for two tiers, one node at a time."""
         nodes = set(dirty)
         for job, _ in changes:
-            nodes.update(job.nodes.tolist() if type(job.nodes) is not list else job.nodes)
+            nodes.update(cast(np.ndarray, job.nodes).tolist() if type(job.nodes) is not list else job.nodes)
         occ, cpu, rates, overflow = self.vm_job, self._cpu, self._rate, self._overflow
         total = self.overflow_rate
         # A node with one process cannot exceed 1 (its use is cpu x rate <= 1): only nodes

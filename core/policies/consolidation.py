@@ -45,7 +45,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -57,11 +57,10 @@ from ..jobs import QUEUED, RUNNING
 from ..params import Param, unit_interval
 from ..platforms.nodes import sorted_distinct
 from ..ranked import RankedSet
-from .base import BasePolicy
+from .base import BasePolicy, Simulation
 from .starvation import XFACTOR_THRESHOLD, StarvationThreshold
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
     from ..platforms.nodes import Nodes
 
@@ -153,7 +152,7 @@ class ResourceModel:
     def __init__(self, policy: Consolidation) -> None:
         self.policy = policy
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         """Called once, from the policy's ``setup``."""
         self.sim = sim
 
@@ -166,11 +165,11 @@ class ResourceModel:
     def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         """``job`` has left ``nodes`` in ``tier`` (finished, suspended, or moved away)."""
 
-    def admit(self, sim: Engine) -> Iterator[Decision]:
+    def admit(self, sim: Simulation) -> Iterator[Decision]:
         """Decisions taken before each pass (e.g. rejecting jobs that could never run)."""
         return iter(())
 
-    def scan_order(self, sim: Engine, background: list[int]) -> ScanOrder:
+    def scan_order(self, sim: Simulation, background: list[int]) -> ScanOrder:
         """The jobs the foreground phase examines, in order (default: queued and background
         jobs by arrival)."""
         return ArrivalOrder([*sim.queue, *background])
@@ -196,7 +195,7 @@ class ResourceModel:
         """Make way for ``job`` as planned (among the later jobs); append the displaced indices."""
         raise NotImplementedError
 
-    def background_phase(self, sim: Engine) -> Iterator[Decision]:
+    def background_phase(self, sim: Simulation) -> Iterator[Decision]:
         """Start queued jobs in background tiers (only if :attr:`has_background`)."""
         return iter(())
 
@@ -205,10 +204,10 @@ class NodeVms(ResourceModel):
     """The resource model of the ``nodes`` platform (capability ``node_vms``): foreground and
     background VMs per node, the paper's matchmaking, evictions and priority swaps."""
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         super().setup(sim)
         policy = self.policy
-        self.platform: Nodes = sim.platform
+        self.platform = cast("Nodes", sim.platform)  # node_vms is the nodes platform's capability
         self.tiers = self.platform.tiers if policy.consolidates else 1
         self.has_background = self.tiers > 1
         self._kernels = nodes_kernels()  # compiled node-index kernels, or None (the Python reference)
@@ -235,7 +234,7 @@ class NodeVms(ResourceModel):
             total = total + vm_est[base + tier]
         return total
 
-    def _refresh(self, nodes: Sequence[int]) -> None:
+    def _refresh(self, nodes: Sequence[int] | np.ndarray) -> None:
         """Re-rank ``nodes`` and re-judge their background eligibility (their occupancy just
         changed)."""
         platform, threshold = self.platform, self.policy.bg_threshold
@@ -260,15 +259,15 @@ class NodeVms(ResourceModel):
             if self.tiers == 2:
                 self._eligible[1].update(ids, np.array(eligible))
             return
-        nodes = np.asarray(nodes, dtype=np.int64)
-        base = nodes * platform.tiers
+        node_ids = np.asarray(nodes, dtype=np.int64)
+        base = node_ids * platform.tiers
         vm_job = platform.vm_job_view
         lower = self._load(base, 1, platform.tiers)
-        self._fg_idle.update(nodes, np.where(vm_job[base] >= 0, np.inf, lower))
+        self._fg_idle.update(node_ids, np.where(vm_job[base] >= 0, np.inf, lower))
         for tier in range(1, self.tiers):
-            above = self._load(base, 0, tier)
-            eligible = (vm_job[base + tier] < 0) & (above < threshold)
-            self._eligible[tier].update(nodes, np.where(eligible, above, np.inf))
+            loads = self._load(base, 0, tier)  # of the tiers above
+            eligible = (vm_job[base + tier] < 0) & (loads < threshold)
+            self._eligible[tier].update(node_ids, np.where(eligible, loads, np.inf))
 
     # The indexes are brought up to date lazily, just before they are read: the nodes of a
     # move's end and start, of the evictions and the start that caused them, and of the
@@ -319,7 +318,7 @@ class NodeVms(ResourceModel):
         later-arrived foreground job counts here, as its stated policy does ("nodes ...
         occupied by jobs with a later arrival time").
         """
-        needed = plan
+        needed = cast(int, plan)  # plan_displacing's plan: how many VMs are needed
         jobs = self.sim.jobs
         collected: list[Job] = []
         total = 0
@@ -340,7 +339,7 @@ class NodeVms(ResourceModel):
             else:
                 yield Move(victim, tier, victim.nodes)
 
-    def _free_lower_tier(self, nodes: np.ndarray) -> int | None:
+    def _free_lower_tier(self, nodes: Sequence[int]) -> int | None:
         """The highest background tier idle on all ``nodes`` once their foreground leaves it."""
         platform, threshold = self.platform, self.policy.bg_threshold
         if len(nodes) < platform.bulk_from:
@@ -348,7 +347,7 @@ class NodeVms(ResourceModel):
                 if all(platform.occupant(n, tier) < 0 and platform.est_load(n, 1, tier) < threshold for n in nodes):
                     return tier
             return None
-        base = nodes * platform.tiers
+        base = cast(np.ndarray, nodes) * platform.tiers  # the platform holds a large job's nodes as an array
         for tier in range(1, self.tiers):
             if ((platform.vm_job_view[base + tier] < 0) & (self._load(base, 1, tier) < threshold)).all():
                 return tier
@@ -367,8 +366,9 @@ class NodeVms(ResourceModel):
                 keep = [p for p, node in enumerate(own) if vm_job[node * k] < 0]
                 kept = [own[p] for p in keep]
             else:
-                keep = np.flatnonzero(platform.vm_job_view[own * k] < 0).tolist()
-                kept = own[keep].tolist()
+                own_ids = cast(np.ndarray, own)  # the platform holds a large job's nodes as an array
+                keep = np.flatnonzero(platform.vm_job_view[own_ids * k] < 0).tolist()
+                kept = own_ids[keep].tolist()
         # Idle foreground VMs by the estimated load of the lower tiers, ascending; ties by
         # node id.
         self._fresh()
@@ -380,9 +380,7 @@ class NodeVms(ResourceModel):
         else:
             yield Start(job, 0, placement)
 
-    def _place(
-        self, job: Job, nodes: np.ndarray, keep: Sequence[int] = (), kept: Sequence[int] = ()
-    ) -> list[int] | np.ndarray:
+    def _place(self, job: Job, nodes: np.ndarray, keep: Sequence[int] = (), kept: Sequence[int] = ()) -> Sequence[int]:
         """The placement of ``job``: processes ``keep`` on nodes ``kept``, the others on
         ``nodes`` by estimated CPU usage, descending (ties keep process order): the paper's
         matchmaking of the heaviest processes onto the least loaded nodes. A list for a
@@ -395,12 +393,12 @@ class NodeVms(ResourceModel):
             for p, node in zip((p for p in order if placement[p] < 0), nodes.tolist()):
                 placement[p] = node
             return placement
-        placement = np.full(job.size, -1, dtype=np.int64)
+        placed = np.full(job.size, -1, dtype=np.int64)
         if keep:
-            placement[list(keep)] = kept
-        order = np.argsort(-np.asarray(job.cpu_est, dtype=float), kind="stable")  # stable: ties keep process order
-        placement[order[placement[order] < 0]] = nodes
-        return placement
+            placed[list(keep)] = kept
+        ranked = np.argsort(-np.asarray(job.cpu_est, dtype=float), kind="stable")  # stable: ties keep process order
+        placed[ranked[placed[ranked] < 0]] = nodes
+        return cast(Sequence[int], placed)  # an array of node ids, which the platform takes as such
 
     def _evictions(self, job: Job, tier: int, placement: Sequence[int]) -> Iterator[Decision]:
         """Suspend the lower-tier jobs that placing ``job`` in ``tier`` on ``placement`` pushes
@@ -411,14 +409,17 @@ class NodeVms(ResourceModel):
         k = platform.tiers
         if tier + 1 >= k:
             return
-        few = len(placement) < platform.bulk_from
-        victims = (self._victims_few if few else self._victims_many)(job, tier, placement, threshold)
+        if len(placement) < platform.bulk_from:
+            victims = self._victims_few(job, tier, placement, threshold)
+        else:
+            # _place makes an array for a large job.
+            victims = self._victims_many(job, tier, cast(np.ndarray, placement), threshold)
         jobs = self.sim.jobs
         for index in sorted(victims, reverse=True):
             self.policy.evicted.append(index)
             yield Suspend(jobs[index])
 
-    def _victims_few(self, job: Job, tier: int, placement: list[int], threshold: float) -> set[int]:
+    def _victims_few(self, job: Job, tier: int, placement: Sequence[int], threshold: float) -> set[int]:
         """:meth:`_evictions`' victims, one process at a time."""
         platform = self.platform
         vm_job, vm_est, k = platform.vm_job, platform.vm_est, platform.tiers
@@ -457,7 +458,7 @@ class NodeVms(ResourceModel):
         return set(np.concatenate(victims).tolist())
 
     # -- the background phase ---------------------------------------------------------------------
-    def background_phase(self, sim: Engine) -> Iterator[Decision]:
+    def background_phase(self, sim: Simulation) -> Iterator[Decision]:
         self._fresh()
         eligible = self._eligible
         tiers = range(1, self.tiers)
@@ -511,7 +512,7 @@ class Consolidation(BasePolicy):
         self.resources = self.resource_model(self)
 
     # -- indexes, kept up to date by the engine's hooks -----------------------------------------
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         self.sim = sim
         self._fg_later = Fenwick(len(sim.jobs))  # foreground units held, by arrival rank
         self._fg: list[int] = []  # indices of foreground jobs, sorted
@@ -583,7 +584,7 @@ class Consolidation(BasePolicy):
             yield index
 
     # -- the pass ---------------------------------------------------------------------------------
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         yield from self.resources.admit(sim)
         queue = sim.queue
         if not queue and not self._bg:
@@ -603,7 +604,7 @@ class Consolidation(BasePolicy):
             if self.preemption != _HEAD or not queue or self.head() == head:
                 return
 
-    def _foreground_phase(self, sim: Engine) -> Iterator[Decision]:
+    def _foreground_phase(self, sim: Simulation) -> Iterator[Decision]:
         """Queued and background jobs in the resource model's order (by arrival on nodes);
         displaced jobs rejoin the scan, since they arrived after the job that displaced them
         (paper 000, Algorithm 1, line 14)."""

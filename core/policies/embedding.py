@@ -68,7 +68,6 @@ from .base import BasePolicy, Simulation
 from .consolidation import Ambf, Consolidation, ResourceModel, ScanOrder
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
 
 __all__ = [
@@ -366,7 +365,7 @@ class Embeddings(ResourceModel):
     #: The policy that owns this model (the only one built with it).
     policy: Bgmbf
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         super().setup(sim)
         # The platform offers embeddings (Bgmbf requires them): a fat tree.
         self.fat_tree = cast(FatTree, sim.platform)
@@ -381,10 +380,10 @@ class Embeddings(ResourceModel):
     def on_end(self, job: Job, tier: int, nodes: Sequence[int]) -> None:
         self.backfilled.discard(job.index)
 
-    def admit(self, sim: Engine) -> Iterator[Decision]:
+    def admit(self, sim: Simulation) -> Iterator[Decision]:
         return self.embedding.rejections()
 
-    def scan_order(self, sim: Engine, background: list[int]) -> ScanOrder:
+    def scan_order(self, sim: Simulation, background: list[int]) -> ScanOrder:
         key = self.policy.candidate_key
         if key is None:
             return super().scan_order(sim, background)

@@ -56,7 +56,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, cast
 
 import numpy as np
 
@@ -64,10 +64,10 @@ from ..capabilities import MOVES, NODE_VMS, TIERS
 from ..decisions import Decision, Kill, Move, Start
 from ..jobs import QUEUED
 from .backfill import Easy
+from .base import Simulation
 from .consolidation import BG_THRESHOLD, DEFAULT_BG_THRESHOLD, NodeVms
 
 if TYPE_CHECKING:
-    from ..engine import Engine
     from ..jobs import Job
 
 __all__ = ["TwoTierEasy", "Keasy", "Reasy", "Reservation", "TieredVms"]
@@ -94,7 +94,7 @@ class TieredVms(NodeVms):
     """:class:`NodeVms` for KEASY and REASY: the same ranked indexes and matchmaking, asked for
     placements only (no evictions, no displacement)."""
 
-    def foreground(self, job: Job, skip: np.ndarray | None = None) -> list[int] | np.ndarray:
+    def foreground(self, job: Job, skip: np.ndarray | None = None) -> Sequence[int]:
         """The placement of ``job`` on idle foreground VMs, by the estimated load of their
         lower tiers (ascending, ties by node id), leaving out the nodes in ``skip``."""
         self._fresh()
@@ -109,7 +109,8 @@ class TieredVms(NodeVms):
             if self._kernels is not None and type(vm_job) is list:  # (its compiled twin)
                 return self._kernels.idle_in_tier(vm_job, nodes, k, True)
             return all(vm_job[node * k] < 0 for node in nodes)
-        return bool((platform.vm_job_view[nodes * k] < 0).all())
+        ids = cast(np.ndarray, nodes)  # the platform holds a large job's nodes as an array
+        return bool((platform.vm_job_view[ids * k] < 0).all())
 
     def idle_foreground_among(self, nodes: Sequence[int]) -> int:
         """How many of ``nodes`` have an idle foreground VM."""
@@ -145,7 +146,7 @@ class TieredVms(NodeVms):
         self._fresh()
         return max((len(self._eligible[t]) for t in range(1, self.tiers)), default=0)
 
-    def background(self, job: Job, tier: int) -> list[int] | np.ndarray:
+    def background(self, job: Job, tier: int) -> Sequence[int]:
         """The placement of ``job`` in background ``tier``: eligible nodes by the estimated
         load of the tiers above (ascending, ties by node id)."""
         self._fresh()
@@ -177,10 +178,11 @@ class TwoTierEasy(Easy):
     def __init__(self, bg_threshold: float = DEFAULT_BG_THRESHOLD) -> None:
         super().__init__()
         self.bg_threshold = float(bg_threshold)
-        self.resources = TieredVms(self)
+        # NodeVms reads only bg_threshold and consolidates of its policy here (no displacing, no evictions).
+        self.resources = TieredVms(self)  # type: ignore[arg-type]
         self.reservation: Reservation | None = None
 
-    def setup(self, sim: Engine) -> None:
+    def setup(self, sim: Simulation) -> None:
         self.sim = sim
         self._bg: list[int] = []  # indices of the jobs running in a background tier, sorted
         self.resources.setup(sim)
@@ -224,7 +226,7 @@ class TwoTierEasy(Easy):
         self.resources.on_end(job, tier, nodes)
 
     # -- the pass -------------------------------------------------------------------------
-    def decide(self, sim: Engine) -> Iterator[Decision]:
+    def decide(self, sim: Simulation) -> Iterator[Decision]:
         queue = sim.queue
         self.reservation = None
         if not queue and not self._bg:
@@ -265,7 +267,7 @@ class TwoTierEasy(Easy):
         yield Start(job, 0, resources.foreground(job, skip))
         return True
 
-    def _reserve(self, sim: Engine, head: Job, waiting: list[Job]) -> Iterator[Decision]:
+    def _reserve(self, sim: Simulation, head: Job, waiting: list[Job]) -> Iterator[Decision]:
         """Make the reservation of ``head`` and deploy the ``waiting`` jobs that keep it."""
         now = sim.now
         platform = sim.platform
