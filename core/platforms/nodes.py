@@ -249,7 +249,8 @@ class Nodes(BasePlatform):
         "bg_efficiency": Param(
             _efficiency,
             default="paper",
-            doc="eff of background processes: paper (U(0.8,1) serial, N(0.428,0.144) in [0.2,0.8] parallel) or a fixed number",
+            doc="eff of background processes: paper (U(0.8,1) serial, N(0.428,0.144) in [0.2,0.8] parallel) "
+            "or a fixed number",
         ),
     }
     CAPABILITIES = frozenset({PLACEMENT, MOVES, TIERS, NODE_VMS})
