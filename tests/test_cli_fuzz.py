@@ -118,6 +118,7 @@ MAY_ACCEPT: dict[tuple[str, str], set[str]] = {
     ("workload generate", "--seed"): {"zero", "absurd"},
     ("workload generate", "--load"): {"fraction"},
     ("sweep", "--max-cells"): {"absurd"},  # (a cap: more cells than the sweep has is all of them)
+    ("sweep", "--cell-timeout"): {"zero", "fraction", "absurd"},  # (0: no limit; any limit of 1 ms or more)
     ("sweep", "--out"): NAMES | {"missing file", "folder"},  # (made, or used as it is)
     ("tune", "--out"): NAMES | {"missing file", "folder"},
     ("report", "--out"): NAMES | {"missing file", "folder"},
