@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import importlib
 import itertools
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from .compiled_path import path_line, why_python
 from .errors import PolicyError
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .jobs import Job
+    from .platforms.base import BasePlatform
+    from .policies.base import BasePolicy
 
 __all__ = ["why_not", "run_compiled", "run_path_line", "WHOLE_RUN"]
 
@@ -29,6 +32,25 @@ _POLICIES = frozenset({"cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reas
 _PLATFORM = "the compiled whole run covers the nodes platform with one or two tiers"
 
 
+class WholeRunEngine(Protocol):
+    """What this module reads of an engine (:class:`~tiersweep.core.engine.Engine`, which calls
+    it from its ``run`` and so is not imported here); the compiled run reads and writes back
+    the engine's own state."""
+
+    @property
+    def platform(self) -> BasePlatform: ...
+    @property
+    def policy(self) -> BasePolicy: ...
+    @property
+    def observer(self) -> object: ...
+    @property
+    def segments(self) -> object: ...
+    @property
+    def jobs(self) -> Sequence[Job]: ...
+
+    path: str
+
+
 def _module():  # noqa: ANN202 (a module or None)
     try:
         return importlib.import_module(_MODULE)
@@ -36,7 +58,7 @@ def _module():  # noqa: ANN202 (a module or None)
         return None
 
 
-def why_not(engine: Engine) -> str | None:
+def why_not(engine: WholeRunEngine) -> str | None:
     """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
     reason = why_python()
     if reason is not None:
@@ -88,7 +110,7 @@ def run_path_line() -> str:
     return f"{path_line()}; this run: {_latest[-1]}"
 
 
-def run_compiled(engine: Engine) -> bool:
+def run_compiled(engine: WholeRunEngine) -> bool:
     """Run ``engine`` to its end on the compiled whole run if it can take it (True), else do
     nothing (False). Sets ``engine.path`` to the path taken either way."""
     reason = why_not(engine)
