@@ -37,8 +37,8 @@ def whole_number(minimum: int, maximum: int | None = None, why: str = "") -> Cal
 
     Python's ``int`` also takes ``1_000`` and full-width or other Unicode digits, fails with a
     message about ``sys.set_int_max_str_digits`` past 4,300 digits, and a negative
-    ``--max-cells`` or ``--trials`` used to be accepted and quietly mean something else; each is
-    refused here, naming the value and what was expected.
+    ``--max-cells`` or ``--trials`` would quietly mean something else; each is refused here,
+    naming the value and what was expected.
     """
     expected = (
         f"a whole number of at least {minimum:,}"
