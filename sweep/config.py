@@ -330,7 +330,7 @@ def parse_sweep_config(raw: Mapping[str, Any], source: str = "sweep config") -> 
 
 
 #: The shortest cell time limit taken (seconds).
-MIN_CELL_TIMEOUT = 0.001
+SHORTEST_CELL_TIMEOUT = 0.001
 
 
 def check_cell_timeout(value: Any, where: str) -> None:
@@ -338,9 +338,9 @@ def check_cell_timeout(value: Any, where: str) -> None:
     number of seconds >= 0 (0: no limit)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
         raise SpecError(f"{where}: expected seconds (a number >= 0; 0 for no limit), got {value!r}")
-    if 0 < value < MIN_CELL_TIMEOUT:
+    if 0 < value < SHORTEST_CELL_TIMEOUT:
         # (the timer's resolution: a shorter limit is rounded to none or stops every cell at once)
-        raise SpecError(f"{where}: expected 0 (no limit) or at least {MIN_CELL_TIMEOUT} s, got {value!r}")
+        raise SpecError(f"{where}: expected 0 (no limit) or at least {SHORTEST_CELL_TIMEOUT} s, got {value!r}")
 
 
 def parse_seeds(raw: Mapping[str, Any], base: Mapping[str, Any]) -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -316,3 +317,24 @@ def test_whole_run_on_real_logs_is_identical_on_both_paths(monkeypatch, log, job
     spec = _trace_spec(log, jobs, nodes, policy, 2)
     spec["platform"]["migration_cost"] = 10.0
     _assert_identical(*_both_paths(monkeypatch, spec), f"{log} {policy}")
+
+
+@pytest.mark.parametrize("policy", ["amcbf", "keasy"])
+def test_a_time_limit_stops_the_compiled_whole_run(policy):
+    # The compiled event loop runs signal handlers every 256 passes: a cell's time limit (and
+    # Ctrl-C) stops it, where a loop that never returned to the interpreter could not be stopped.
+    _require_compiled()
+    from tiersweep.core.simulate import assemble
+    from tiersweep.core.spec import plan_run
+    from tiersweep.sweep.time_limit import CellTimeout, time_limit
+
+    workload = {"model": "jann97", "jobs": 100_000, "load": 0.9}
+    plan = plan_run(
+        {"seed": 1, "workload": workload, "platform": {"nodes": 64, "tiers": 2}, "policy": {"name": policy}}
+    )
+    engine = assemble(plan).engine()  # (the workload is built outside the limit: the loop is what is timed)
+    started = time.monotonic()
+    with pytest.raises(CellTimeout), time_limit(0.2):
+        engine.run()
+    assert engine.path == compiled_run.WHOLE_RUN
+    assert time.monotonic() - started < 1.0  # the whole run takes seconds

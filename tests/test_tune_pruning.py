@@ -173,10 +173,13 @@ def _running_trial_with_reports(url: str) -> bool:
     return any(t.state.name == "RUNNING" and len(t.intermediate_values) >= 2 for t in trials[1:])
 
 
-def test_a_study_interrupted_mid_trial_resumes_that_trial(pruned, tmp_path):
+def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
     # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
     # child process, as a user would; the next run takes the trial up where it stopped.
-    config = write_yaml(tmp_path / "tune.yaml", small_raw())
+    raw = small_raw()
+    # (cells long enough that the trial is still running when the signal lands)
+    raw["base"]["workload"]["jobs"] = 2000
+    config = write_yaml(tmp_path / "tune.yaml", raw)
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'small' / 'study.db'}"
     child = subprocess.Popen(
@@ -214,7 +217,9 @@ def test_a_study_interrupted_mid_trial_resumes_that_trial(pruned, tmp_path):
     assert len(read_table(out / "small" / "runs")) == len(rows)
     # Up to the interrupted trial, the study an uninterrupted run made (later trials differ:
     # a resumed sampler is seeded anew so as not to repeat its first proposals).
-    clean = pruned[1].study.trials[: resumed.number + 1]
+    clean_out = tmp_path / "clean"
+    clean = run_tuning(load_tune_config(config), clean_out, backend="serial", progress=False).study.trials
+    clean = clean[: resumed.number + 1]
     assert [(t.state.name, t.params, t.intermediate_values) for t in trials[: resumed.number + 1]] == [
         (t.state.name, t.params, t.intermediate_values) for t in clean
     ]

@@ -19,6 +19,7 @@ the job records and metrics. ``tests/test_compiled_path.py`` compares both runs 
 else (observers, segments, other policies, platforms or tier counts) runs the Python loop.
 """
 
+from cpython.exc cimport PyErr_CheckSignals
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
@@ -1638,6 +1639,10 @@ cdef class _Run:
             if self.rates_dirty:
                 self.apply_rate_changes()
             self.passes += 1
+            if (self.passes & 255) == 0:
+                # Signal handlers run here (a cell's time limit, Ctrl-C): a compiled run that
+                # never returned to the interpreter could not be stopped.
+                PyErr_CheckSignals()
             if self.easy_family:
                 self.decide_easy()
             else:
