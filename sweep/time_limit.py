@@ -10,6 +10,11 @@ serial backend, the driver itself compute cells, and a signal also interrupts a 
 call. Signals can only be handled in the main thread, so in any other thread a timer thread
 raises the exception in the guarded thread instead (between two bytecodes, so not inside a long
 C call). Either way the previous handler and timer are restored when the block ends.
+
+Python swallows an exception raised inside a finaliser (``__del__``) or a gc callback, and the
+interrupt can land in one (a gc callback installed by a test library swallowed it once, and the
+cell ran to the end). So once the limit has passed, the interrupt repeats every
+:data:`REPEAT_SECONDS` until the block has ended.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["CellTimeout", "time_limit"]
+__all__ = ["REPEAT_SECONDS", "CellTimeout", "time_limit"]
+
+#: How often the interrupt repeats after the limit has passed, until the block ends.
+REPEAT_SECONDS = 0.05
 
 
 class CellTimeout(BaseException):
@@ -56,7 +64,7 @@ def _by_signal(seconds: float) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, expire)
     started = time.monotonic()
-    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
     try:
         yield
     finally:
@@ -74,17 +82,24 @@ def _by_thread(seconds: float) -> Iterator[None]:
     lock = threading.Lock()
     done = False
 
-    def expire() -> None:
-        with lock:  # (never once the block has ended: the exception would land elsewhere)
-            if not done:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(CellTimeout))
+    ended = threading.Event()
 
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
+    def expire() -> None:
+        if ended.wait(seconds):
+            return
+        while True:
+            with lock:  # (never once the block has ended: the exception would land elsewhere)
+                if done:
+                    return
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(CellTimeout))
+            if ended.wait(REPEAT_SECONDS):
+                return
+
+    timer = threading.Thread(target=expire, name="cell-time-limit", daemon=True)
     timer.start()
     try:
         yield
     finally:
-        timer.cancel()
         with lock:
             done = True
+        ended.set()
