@@ -5,7 +5,8 @@ The history shows each trial's objective with its spread over seeds (the ``sprea
 trial attribute the tuner records: the standard deviation over the trial's cells) as an error
 bar, the best value so far, and the baseline (the parameters at their spec defaults) as a
 reference line with its own spread as a band, so that a gain smaller than the noise reads as
-such.
+such. A trial the pruner stopped has no objective value; it is drawn as a cross at the mean of
+the cells it did run (its intermediate values), so the history shows where the pruner cut.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def enqueued_baseline(study: Any, metrics: list[str]) -> dict[str, tuple[float, 
 def plot_history(study: Any, metric: str, *, index: int = 0, baseline: tuple[float, float] | None = None) -> Any:
     """The optimisation history of objective ``index`` (named ``metric``): each complete
     trial's mean with its spread over seeds as an error bar, the best so far, and ``baseline``
-    ``(mean, spread)`` as a dashed line with a band of one spread either side. Returns the
+    ``(mean, spread)`` as a dashed line with a band of one spread either side; pruned trials
+    as crosses at the mean of the cells they ran (not counted in the best so far). Returns the
     matplotlib axes (the caller saves and closes the figure)."""
     import matplotlib
 
@@ -51,13 +53,15 @@ def plot_history(study: Any, metric: str, *, index: int = 0, baseline: tuple[flo
     import optuna
 
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    pruned = [t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED and t.intermediate_values]
     minimize = study.directions[index].name == "MINIMIZE"
     fig, ax = plt.subplots(figsize=(8, 4.5))
     numbers = np.array([t.number for t in complete])
     values = np.array([t.values[index] for t in complete], dtype=float)
     spread = np.array([t.user_attrs.get(f"spread.{metric}", math.nan) for t in complete], dtype=float)
     spread = np.nan_to_num(spread)
-    shown = np.concatenate([values, [baseline[0]] if baseline else []])
+    partial = np.array([np.mean(list(t.intermediate_values.values())) for t in pruned], dtype=float)
+    shown = np.concatenate([values, partial, [baseline[0]] if baseline else []])
     log = spans_decades(shown)
     low = values - spread
     if log:  # an error bar reaching zero would hide the point on a log axis
@@ -74,6 +78,15 @@ def plot_history(study: Any, metric: str, *, index: int = 0, baseline: tuple[flo
         linewidth=0.8,
         label="trial: mean ± sd over seeds",
     )
+    if len(pruned):
+        ax.plot(
+            [t.number for t in pruned],
+            partial,
+            "x",
+            color="tab:red",
+            markersize=5,
+            label=f"pruned ({len(pruned)}): mean of the cells it ran",
+        )
     best = (np.minimum if minimize else np.maximum).accumulate(values)
     ax.step(numbers, best, where="post", color="black", linewidth=1.4, label="best so far")
     if baseline is not None and math.isfinite(baseline[0]):

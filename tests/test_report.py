@@ -551,3 +551,30 @@ def test_a_sensitivity_study_of_several_grids_gets_a_figure_per_axis(tmp_path):
         ("amcbf", "", "600"),
         ("amcbf", "", "0"),
     ]
+
+
+def test_tuning_history_draws_pruned_trials_at_the_mean_of_the_cells_they_ran():
+    import matplotlib.pyplot as plt
+    import optuna
+
+    from tiersweep.analysis.tune_plots import plot_history
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize")
+    for value in (5.0, 3.0):
+        study.add_trial(optuna.trial.create_trial(value=value, params={}, distributions={}))
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.PRUNED, params={}, distributions={}, intermediate_values={0: 8.0, 1: 10.0}
+        )
+    )
+    ax = plot_history(study, "mean_bsld")
+    try:
+        crosses = [line for line in ax.get_lines() if line.get_marker() == "x"]
+        assert len(crosses) == 1
+        assert list(crosses[0].get_xdata()) == [2] and list(crosses[0].get_ydata()) == [9.0]
+        assert any("pruned (1): mean of the cells it ran" in t.get_text() for t in ax.get_legend().get_texts())
+        best = [line for line in ax.get_lines() if line.get_drawstyle() == "steps-post"]
+        assert list(best[0].get_ydata()) == [5.0, 3.0]  # the pruned trial is not a best
+    finally:
+        plt.close(ax.figure)
