@@ -252,8 +252,8 @@ def _cell_id_in(parent: Path, spec: dict) -> tuple[str, str]:
 
 
 def test_editing_the_contract_suite_leaves_cell_ids_unchanged(tmp_path):
-    # Reported: the contract suite lived in the simulator's package, so editing a test helper
-    # changed every cell id (and a resume recomputed every stored cell).
+    # The contract suite is outside the code digest: an edit of a test helper that changed every
+    # cell id would make a resume recompute every stored cell.
     spec = {"workload": {"model": "jann97", "jobs": 100}, "policy": {"name": "easy"}}
     copy = _copy_package(tmp_path / "a")
     contract = copy / "contract" / "policies.py"

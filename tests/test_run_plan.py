@@ -1,9 +1,9 @@
 """One run plan: a spec is checked once, into an immutable plan that every run path assembles.
 
-Reported: the run was assembled twice (``simulate`` and the contract suite's copy) and a spec
-validated up to four times on its way to a sweep worker (the spec validator, then the platform
-and policy constructors again, the sweep's expansion, the worker); the validated spec was
-changed after validation (the machine size read from the trace written into it).
+``simulate`` and the contract suite assemble a run in one place; a spec's sections are each
+checked once on the way to a sweep worker (not again by the platform and policy constructors,
+the sweep's expansion or the worker), in one pass over the sections; a plan is not changed by
+running it (the machine size read from a trace makes a new plan).
 """
 
 from __future__ import annotations
