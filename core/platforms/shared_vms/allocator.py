@@ -99,6 +99,7 @@ progressive filling remains what the tests compare against for equal shares.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import TiersweepError
 from . import solver
@@ -217,14 +218,9 @@ class Allocator(Bookkeeping):
     its :attr:`methods` (functions of :mod:`.solver`) in turn, only when something changed.
 
     Args:
-        machines: Number of physical machines P.
-        vms: VMs per machine V.
-        share: Share of each VM (VM ``v`` is VM ``v % vms`` of machine ``v // vms``).
-        vm_min: Guarantee of each VM.
-        vm_max: Cap of each VM.
-        vm_job: Job index per VM, -1 when idle (the platform's own list, read here).
-        strict: Raise :class:`AllocationError` when no method finds a fixed point, instead of
-            the counted :func:`~.solver.fallback`.
+        *args, **kwargs: :class:`~.bookkeeping.Bookkeeping`'s; with ``strict`` set,
+            :meth:`settle` raises :class:`AllocationError` when no method finds a fixed point,
+            instead of running the counted :func:`~.solver.fallback`.
         methods: The settling methods, tried in order (default: :data:`SETTLE_PLAN`).
 
     Attributes:
@@ -232,19 +228,8 @@ class Allocator(Bookkeeping):
         reversed: Jobs whose best responses reversed direction in the current settling.
     """
 
-    def __init__(
-        self,
-        machines: int,
-        vms: int,
-        share: Sequence[float],
-        vm_min: Sequence[float],
-        vm_max: Sequence[float],
-        vm_job: list[int],
-        *,
-        strict: bool = False,
-        methods: Sequence[SettleMethod] | None = None,
-    ) -> None:
-        super().__init__(machines, vms, share, vm_min, vm_max, vm_job, strict=strict)
+    def __init__(self, *args: Any, methods: Sequence[SettleMethod] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.methods = tuple(SETTLE_PLAN if methods is None else methods)
         self.reversed: set[int] = set()
         self._brackets: tuple[dict[int, float], dict[int, float]] | None = None
