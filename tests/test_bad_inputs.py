@@ -355,7 +355,7 @@ def test_a_tuning_run_asked_for_no_trials_is_refused_through_the_api_too(tmp_pat
 
 # -- more a new user tries ------------------------------------------------------------------------
 def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
-    # Reported as a hang: ray.init retried a mistyped port for minutes with no message.
+    # ray.init retries a mistyped port for minutes with no message: it must not look like a hang.
     import socket
     import time
 

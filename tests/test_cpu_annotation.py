@@ -128,7 +128,7 @@ def test_neighbouring_accuracies_give_different_schedules():
     schedules = [_amcbf_records(a, "draw") for a in accuracies]
     for a, b, x, y in zip(accuracies, accuracies[1:], schedules, schedules[1:]):
         assert not np.array_equal(x, y), f"accuracies {a} and {b} give the same schedule"
-    # The first reading is kept, and still shows the coincidence it was reported for.
+    # The first reading (cpu_guess: prior) is kept, and shows the coincidence.
     prior = [_amcbf_records(a, "prior") for a in (0.25, 0.5, 0.75)]
     assert np.array_equal(prior[0], prior[1]) and np.array_equal(prior[1], prior[2])
 

@@ -1,7 +1,7 @@
 """Fault injection: a full disk mid-batch, compaction racing a sweep, two drivers on one folder.
 
-Each test reproduces a reported way to lose or double data, then checks that every cell ends
-up stored exactly once with all its tables. The disk-full test mounts a small tmpfs (it needs
+Each test provokes a way to lose or double data, then checks that every cell ends up stored
+exactly once with all its tables. The disk-full test mounts a small tmpfs (it needs
 root and a kernel that allows it; it is skipped with the reason otherwise).
 """
 

@@ -47,7 +47,7 @@ def traces_in(value: Any, key: str = "") -> Iterator[str]:
             yield from traces_in(item, key)
 
 
-# -- the reported case: the paper configs from any directory ------------------------------------
+# -- the paper configs from any directory -------------------------------------------------------
 
 
 @pytest.mark.parametrize("where", ["tmp", "configs"])

@@ -1,9 +1,9 @@
 """Code provenance: every stored row says which simulator source produced it.
 
-The reported problem: after ``pip install .`` and an edit of the source tree, Ray workers ran
-the edited tree while the driver and the other backends ran the installed copy, and both
-stored rows under one cell id (mean_bsld 5.289 against 10.127). These tests reproduce that
-situation with a real edited copy of the package and real Ray workers.
+After ``pip install .`` and an edit of the source tree, Ray workers can run the edited tree
+while the driver and the other backends run the installed copy: rows of two simulators must
+not be stored under one cell id. These tests make that situation with a real edited copy of
+the package and real Ray workers.
 """
 
 from __future__ import annotations
