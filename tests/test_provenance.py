@@ -138,10 +138,10 @@ def _console_script() -> str:
 @pytest.mark.slow
 @pytest.mark.ray
 def test_ray_workers_run_the_drivers_code_beside_a_source_tree_named_tiersweep(tmp_path):
-    # The reported set-up: the command run from the folder holding an edited source tree
-    # named ``tiersweep``. Ray puts the driver's working directory first on its workers'
-    # import path, so they imported that tree; now they import what the driver imports, and
-    # Ray's token-authentication notice stays off the progress bar (said once, at the end).
+    # The command run from the folder holding an edited source tree named ``tiersweep``: Ray
+    # puts the driver's working directory first on its workers' import path, where they would
+    # import that tree. They import what the driver imports, and Ray's token-authentication
+    # notice stays off the progress bar (said once, at the end).
     _edit(_copy_package(tmp_path))
     config = tmp_path / "small.json"
     config.write_text(json.dumps(small_raw(seeds=1)))

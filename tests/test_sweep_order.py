@@ -1,7 +1,7 @@
 """Sweep order and ETA: costliest cells first, and a time left from expected costs.
 
-The reported problem: in grid order the slowest cells (consolidation at high load) ran last,
-so the progress bar said 11 s left when 27 s remained.
+In grid order the slowest cells (consolidation at high load) would run last, and a time left
+read from the cells done so far would say 11 s when 27 s remain.
 """
 
 from __future__ import annotations
