@@ -51,12 +51,12 @@ it is counted in :attr:`Allocator.fallbacks` (the run metric ``allocation_fallba
 silent (``strict=True`` raises :class:`AllocationError` instead).
 
 Computation: an event (a start or a release) marks the machines it touches; the jobs on them
-are re-evaluated; a job whose rate changes by more than :data:`RATE_TOLERANCE` queues those
+are re-evaluated; a job whose rate changes by more than :data:`~.solver.RATE_TOLERANCE` queues those
 neighbours whose best response can see the change (one below its level on a shared machine;
 a neighbour whose best response can only rise on a machine that does not bind it keeps its
 rate). A job's best response is cached per machine, and only the machines where something
 changed are re-computed. Work is proportional to how far the change ripples, never to the
-cluster, and bounded (:data:`MAX_EVALUATIONS_PER_JOB`, :data:`MAX_NEWTON_STEPS`). Rates are
+cluster, and bounded (:data:`~.solver.MAX_EVALUATIONS_PER_JOB`, :data:`~.solver.MAX_NEWTON_STEPS`). Rates are
 settled lazily, when the platform is asked for rate changes, a PC, FC or utilisation; finish
 times are exact for the settled rates. Newton's linear systems are solved with plain Python
 floats (:func:`~.numerics.solve_sparse`), so a run is bit-identical on every machine.
@@ -104,30 +104,12 @@ from typing import Any
 from ...errors import TiersweepError
 from . import solver
 from .bookkeeping import Bookkeeping
-from .solver import (
-    BRACKET_ITERATIONS,
-    MAX_EVALUATIONS_PER_JOB,
-    MAX_LM_STEPS,
-    MAX_NEWTON_STEPS,
-    MIN_RATE,
-    NEWTON_ACCEPT,
-    RATE_TOLERANCE,
-    REVERSALS_BEFORE_SWITCH,
-)
 
 __all__ = [
     "Allocator",
     "AllocationError",
     "SettleMethod",
     "SETTLE_PLAN",
-    "RATE_TOLERANCE",
-    "MAX_EVALUATIONS_PER_JOB",
-    "REVERSALS_BEFORE_SWITCH",
-    "NEWTON_ACCEPT",
-    "MAX_NEWTON_STEPS",
-    "MAX_LM_STEPS",
-    "BRACKET_ITERATIONS",
-    "MIN_RATE",
     "best_responses",
     "newton_on_cycling",
     "newton_on_all",
@@ -240,7 +222,7 @@ class Allocator(Bookkeeping):
         super().forget(index)
 
     def settle(self) -> None:
-        """Bring every job to its best response (to within :data:`RATE_TOLERANCE`).
+        """Bring every job to its best response (to within :data:`~.solver.RATE_TOLERANCE`).
 
         Gauss-Seidel best responses first: cheap, and local to the jobs a change reaches.
         The map is antitone (a job that takes more leaves its neighbours less), and with
@@ -248,9 +230,9 @@ class Allocator(Bookkeeping):
         dynamics they discretise, then oscillate around them) or form a continuum. A settling
         therefore runs :attr:`methods` in turn until one ends with every job at its best
         response (see the module docstring): plain best responses stop once some job has
-        reversed direction :data:`REVERSALS_BEFORE_SWITCH` times or the evaluations pass
+        reversed direction :data:`~.solver.REVERSALS_BEFORE_SWITCH` times or the evaluations pass
         their allowance; Newton and Levenberg-Marquardt are bounded by
-        :data:`MAX_NEWTON_STEPS` and :data:`MAX_LM_STEPS`.
+        :data:`~.solver.MAX_NEWTON_STEPS` and :data:`~.solver.MAX_LM_STEPS`.
 
         Raises:
             AllocationError: If every method fails and :attr:`strict` is set; otherwise
