@@ -301,13 +301,15 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
     if problem is not None:
         fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, checked_platform) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
-    if workload["model"] is not None and (workload["params"] or workload["max_size"] is not None):
-        # The generator would refuse them only when the cell runs: refuse them now.
+    model = None
+    if workload["model"] is not None:
+        # Checked here, where the machine is known, not when the cell runs; the run draws from
+        # what this returns.
         from .workloads.build import MODEL_DEFAULT_NODES
-        from .workloads.models import check_parameters
+        from .workloads.models import check_model
 
         try:
-            check_parameters(
+            model = check_model(
                 workload["model"],
                 workload["preset"],
                 workload["params"],
@@ -315,7 +317,8 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
                 max_size=workload["max_size"],
             )
         except (TypeError, ValueError) as error:  # SpecError is a ValueError too
-            raise SpecError(f"workload.{'params' if workload['params'] else 'max_size'}: {error}") from None
+            key = "max_size" if workload["max_size"] is not None and not workload["params"] else "params"
+            raise SpecError(f"workload.{key}: {error}") from None
     return RunPlan(
         seed=seed,
         workload=workload,
@@ -324,6 +327,7 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
         engine={key: checked_platform[key] for key in ENGINE_PARAMS},
         policy_name=policy_cls.name,
         policy={key: value for key, value in checked_policy.items() if key != "name"},
+        model=model,
     )
 
 

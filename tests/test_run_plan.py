@@ -98,7 +98,8 @@ def test_the_plan_is_read_only_and_running_it_changes_nothing(tmp_path):
 
 
 def _calls_between(caller_file: str, callee_file: str, action: Any) -> list[str]:
-    """The functions of ``callee_file`` that functions of ``caller_file`` call while ``action`` runs."""
+    """The functions of ``callee_file`` that functions of ``caller_file`` call while ``action`` runs
+    (a caller file of "" stands for any)."""
     calls: list[str] = []
 
     def profile(frame, event, _arg):
@@ -147,3 +148,14 @@ def test_a_spec_reports_its_shape_first_then_its_sections_in_order(spec, message
 
     with pytest.raises(SpecError, match=message):
         plan_run(spec)
+
+
+def test_a_model_workloads_parameters_are_checked_once_however_often_it_is_drawn():
+    # The model's own arrival scaling draws the workload at several load scales.
+    spec = {
+        "workload": {"model": "feitelson96", "jobs": 400, "load": 0.8, "params": {"mean_gap": 150}},
+        "platform": {"nodes": 64},
+    }
+    calls = _calls_between("", "models/feitelson.py", lambda: simulate(spec))
+    assert [name for name in calls if "checked" in name or "parameters" in name] == ["checked", "parameters"]
+    assert calls.count("draw") > 1
