@@ -1,7 +1,7 @@
 """The metric catalogue: every per-run metric and per-job column a run produces, described once.
 
 Each :class:`Metric` says what a metric is called, its stored type, how a table or an axis
-names it (unit included), whether the sweep summary and the report show it, whether it is a
+names it (unit included), whether the sweep summary, the report and a run's table show it, whether it is a
 per-run metric or a per-job column, and which code computes it. The result store's schema,
 the sweep's closing summary, the report's tables and figures and the plots' axis labels all
 read this catalogue; the computations live where the data is (:mod:`.metrics` for most,
@@ -35,6 +35,7 @@ __all__ = [
     "STAT_COLUMNS",
     "SUMMARY_METRICS",
     "REPORT_METRICS",
+    "TABLE_METRICS",
     "METRIC_LABELS",
     "entry",
     "dtype_of",
@@ -67,6 +68,8 @@ class Metric:
             shown). The report's summary table starts with the same columns.
         report: Its place among the metrics the report draws against each grid axis and adds
             to its table when they vary (1 first; 0: not drawn).
+        table: Its place among the rows of the table ``tiersweep run`` prints (1 first; 0: shown
+            only where that table says, such as the kills of a run that killed jobs).
         fraction: Whether its values are bounded in [0, 1] (a share of time, capacity or
             jobs): its intervals over seeds are then taken on the logit scale. The bound cannot
             be read from the data (a mean wait of 0.4 s is no fraction), hence declared.
@@ -80,6 +83,7 @@ class Metric:
     label: str = ""
     summary: int = 0
     report: int = 0
+    table: int = 0
     fraction: bool = False
     source: str = METRICS
 
@@ -116,19 +120,25 @@ def _label(text: str, unit: str) -> str:
 
 def _statistics() -> list[Metric]:
     """mean/median/p90 of each :data:`STAT_COLUMNS` column, column by column."""
-    shown = {  # summary, report places
-        "mean_wait": (1, 0),
-        "mean_response": (0, 1),
-        "mean_bsld": (2, 2),
-        "median_xf": (0, 6),
-        "p90_xf": (0, 7),
+    shown = {  # summary, report, table places
+        "mean_wait": (1, 0, 3),
+        "median_wait": (0, 0, 4),
+        "p90_wait": (0, 0, 5),
+        "mean_response": (0, 1, 6),
+        "mean_bsld": (2, 2, 7),
+        "median_bsld": (0, 0, 8),
+        "p90_bsld": (0, 0, 9),
+        "mean_xf": (0, 0, 10),
+        "median_xf": (0, 6, 0),
+        "p90_xf": (0, 7, 0),
     }
     entries = []
     for column, (text, unit) in STAT_COLUMNS.items():
         for kind, words in _STAT_KINDS.items():
             name = f"{kind}_{column}"
-            summary, report = shown.get(name, (0, 0))
-            entries.append(Metric(name, RUN, label=_label(f"{words} {text}", unit), summary=summary, report=report))
+            summary, report, table = shown.get(name, (0, 0, 0))
+            label = _label(f"{words} {text}", unit)
+            entries.append(Metric(name, RUN, label=label, summary=summary, report=report, table=table))
     return entries
 
 
@@ -152,19 +162,19 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("cpu_mean", JOB, label="mean CPU usage"),
     Metric("tier{t}_duration", JOB, label="seconds held in tier {t} (s)"),
     # Per-run metrics (run_metrics).
-    Metric("jobs", RUN, "int64", "jobs"),
+    Metric("jobs", RUN, "int64", "jobs", table=1),
     *_statistics(),
     Metric("p95_wait", RUN, label="95th-percentile wait (s)"),
-    Metric("migrations_per_job", RUN, label="migrations per job", summary=4, report=3),
+    Metric("migrations_per_job", RUN, label="migrations per job", summary=4, report=3, table=11),
     Metric("kills_per_job", RUN, label="kills per job"),
     Metric("lost_work", RUN, label="work lost to kills (CPU-s)"),
-    Metric("utilization", RUN, label="utilisation", summary=3, report=4, fraction=True),
-    Metric("makespan", RUN, label="makespan (s)"),
+    Metric("utilization", RUN, label="utilisation", summary=3, report=4, table=12, fraction=True),
+    Metric("makespan", RUN, label="makespan (s)", table=13),
     Metric("span_start_time", RUN, label="first submission (s)"),
     Metric("accept_rate", RUN, label="accept rate", report=5, fraction=True),
     Metric("tier{t}_share", RUN, label="share of VM-seconds in tier {t}", fraction=True),
     # What simulate adds, and the workload rules' counts.
-    Metric("dropped", RUN, "int64", "jobs dropped", source=SIMULATE),
+    Metric("dropped", RUN, "int64", "jobs dropped", table=2, source=SIMULATE),
     Metric("offered_load", RUN, label="offered load (measured)", source=SIMULATE),
     Metric("load_scale", RUN, label="load scale", source=SIMULATE),
     Metric("report.*", RUN, "int64", source=WORKLOAD),
@@ -223,6 +233,8 @@ def _shown(key: str) -> tuple[str, ...]:
 SUMMARY_METRICS: tuple[str, ...] = _shown("summary")
 #: The metrics the report draws (when the data has them and they vary), in its order.
 REPORT_METRICS: tuple[str, ...] = _shown("report")
+#: The rows of the table ``tiersweep run`` prints, in its order.
+TABLE_METRICS: tuple[str, ...] = _shown("table")
 #: Labels of the catalogued metrics with fixed names.
 METRIC_LABELS: dict[str, str] = {name: m.label for name, m in _EXACT.items() if m.label}
 

@@ -7,15 +7,17 @@ validator can reject unknown keys and bad values with the key path, and fill in 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SpecError
 
 __all__ = [
     "Param",
+    "Section",
     "validate_params",
+    "validate_sections",
     "positive_int",
     "non_negative_int",
     "non_negative_number",
@@ -81,6 +83,54 @@ def validate_params(
         value = given.get(key)
         out[key] = param.default if value is None else param.validate(f"{path}.{key}", value)
     return out
+
+
+#: A check across a section's keys, once each key is checked: it takes the checked section and
+#: the section as given, raises SpecError naming the key path, and may fill in the keys whose
+#: defaults depend on the others.
+SectionRule = Callable[[dict[str, Any], Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of a spec to check: what is given at ``path`` against what is declared there.
+
+    Attributes:
+        path: The key path (``seed``, ``workload``...).
+        given: What the spec gives there.
+        params: The section's declared keys; or one :class:`Param`, which checks ``given`` as a
+            single value.
+        fixed: Keys copied as given (see :func:`validate_params`).
+        rule: The check across the section's keys (see :data:`SectionRule`).
+    """
+
+    path: str
+    given: Any
+    params: Mapping[str, Param] | Param
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    rule: SectionRule | None = None
+
+
+def validate_sections(sections: Iterable[Section]) -> list[Any]:
+    """Check ``sections`` in order, each wholly (its keys, then its rule) before the next.
+
+    Returns:
+        The checked sections, in order: a single value as its :class:`Param` normalises it, a
+        section as :func:`validate_params` returns it, completed by its rule.
+
+    Raises:
+        SpecError: The first bad key, value or broken rule, naming its key path.
+    """
+    checked: list[Any] = []
+    for section in sections:
+        if isinstance(section.params, Param):
+            checked.append(section.params.validate(section.path, section.given))
+            continue
+        out = validate_params(section.path, section.given, section.params, section.fixed)
+        if section.rule is not None:
+            section.rule(out, section.given)
+        checked.append(out)
+    return checked
 
 
 def _is_number(value: Any) -> bool:

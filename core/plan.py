@@ -11,7 +11,10 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .workloads.models import CheckedModel
 
 __all__ = ["RunPlan"]
 
@@ -33,6 +36,8 @@ class RunPlan:
             (:data:`tiersweep.core.engine.ENGINE_PARAMS`), its constructor's keywords.
         policy_name: The policy's registry name.
         policy: The policy's parameters (its constructor's keywords).
+        model: A model workload's parameters, checked for the machine (what its generator draws
+            from); None for a trace. Not part of :attr:`spec`: the workload section says them.
 
     The mappings are read-only; :meth:`with_nodes` and :meth:`with_trace` return new plans.
     """
@@ -44,6 +49,7 @@ class RunPlan:
     engine: Mapping[str, Any]
     policy_name: str
     policy: Mapping[str, Any]
+    model: CheckedModel | None = None
 
     def __post_init__(self) -> None:
         for name in ("workload", "platform", "engine", "policy"):
@@ -52,7 +58,7 @@ class RunPlan:
     def __reduce__(self) -> tuple[Any, ...]:
         # (read-only mappings do not pickle: a plan crosses to worker processes as plain dicts)
         sections = (dict(self.workload), dict(self.platform), dict(self.engine), dict(self.policy))
-        return _rebuilt, (self.seed, self.platform_kind, self.policy_name, *sections)
+        return _rebuilt, (self.seed, self.platform_kind, self.policy_name, *sections, self.model)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -81,5 +87,5 @@ class RunPlan:
         return replace(self, workload={**self.workload, "trace": path})
 
 
-def _rebuilt(seed, kind, name, workload, platform, engine, policy) -> RunPlan:  # noqa: ANN001 - see __reduce__
-    return RunPlan(seed, workload, kind, platform, engine, name, policy)
+def _rebuilt(seed, kind, name, workload, platform, engine, policy, model) -> RunPlan:  # noqa: ANN001 - see __reduce__
+    return RunPlan(seed, workload, kind, platform, engine, name, policy, model)

@@ -100,7 +100,12 @@ def assemble(
     platform_cls = platform_class(plan.platform_kind)
     capacity = platform_cls.job_capacity(plan.platform)
     built = build_workload(
-        plan.workload, seed=plan.seed, nodes=capacity, trace_sha256=trace_sha256, read_trace=read_trace
+        plan.workload,
+        seed=plan.seed,
+        nodes=capacity,
+        trace_sha256=trace_sha256,
+        read_trace=read_trace,
+        model=plan.model,
     )
     plan = plan.with_nodes(built.nodes)  # resolved from the trace when not given
     platform = platform_cls(**plan.platform, seed=plan.seed)

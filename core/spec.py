@@ -25,6 +25,7 @@ from .engine import ENGINE_PARAMS
 from .errors import SpecError
 from .params import (
     Param,
+    Section,
     any_string,
     boolean,
     cpu_range,
@@ -35,7 +36,7 @@ from .params import (
     positive_int,
     seed_value,
     unit_interval,
-    validate_params,
+    validate_sections,
 )
 from .plan import RunPlan
 from .platforms import PLATFORMS, platform_class
@@ -151,8 +152,9 @@ TRACE_ONLY_KEYS = ("size_field", "lenient")
 MODEL_DEFAULT_JOBS = {"feitelson96": 20_000, "jann97": 10_000, "lublin03": 10_000}
 
 
-def _validate_workload(given: Any) -> dict[str, Any]:
-    out = validate_params("workload", given, WORKLOAD_PARAMS)
+def _workload_rule(out: dict[str, Any], given: Mapping[str, Any]) -> None:
+    """The workload section's check across its keys: a trace or a model, each with only its own
+    keys; a model's preset, parameters and job count filled in."""
     if (out["trace"] is None) == (out["model"] is None):
         raise SpecError("workload: give exactly one of workload.trace (an SWF file) or workload.model")
     if out["trace"] is not None:
@@ -161,7 +163,7 @@ def _validate_workload(given: Any) -> dict[str, Any]:
                 raise SpecError(f"workload.{key}: only for model workloads, not with workload.trace")
         if out["load_method"] == "model":
             raise SpecError("workload.load_method: 'model' needs a model workload; a trace can only be rescaled")
-        return out
+        return
     for key in TRACE_ONLY_KEYS:
         if given.get(key) is not None and given[key] != WORKLOAD_PARAMS[key].default:
             raise SpecError(f"workload.{key}: only for trace workloads, not with workload.model")
@@ -177,7 +179,6 @@ def _validate_workload(given: Any) -> dict[str, Any]:
     out["params"] = out["params"] or {}
     if out["jobs"] is None:
         out["jobs"] = MODEL_DEFAULT_JOBS[model]
-    return out
 
 
 #: Top-level keys and the sections.
@@ -230,12 +231,20 @@ def validate_platform(section: Any) -> dict[str, Any]:
     """
     if not isinstance(section, Mapping):
         raise SpecError(f"platform: expected a mapping, got {section!r}")
-    cls = platform_class(section.get("kind", "nodes"))
+    (checked,) = validate_sections([_platform_section(platform_class(section.get("kind", "nodes")), section)])
+    return checked
+
+
+def _platform_section(cls: Any, given: Mapping[str, Any]) -> Section:
+    """The ``platform`` section of platform class ``cls`` to check: the engine's keys and the
+    kind's own, then the kind's check across them and the machine's size."""
     _refuse_taken_keys(cls, "platform", ENGINE_PARAMS, "the engine takes")
-    out = validate_params("platform", section, {**ENGINE_PARAMS, **cls.params}, {"kind": cls.kind})
-    cls.check_params(out)
-    _check_machine_size(cls, out)
-    return out
+
+    def rule(out: dict[str, Any], _given: Mapping[str, Any]) -> None:
+        cls.check_params(out)
+        _check_machine_size(cls, out)
+
+    return Section("platform", given, {**ENGINE_PARAMS, **cls.params}, {"kind": cls.kind}, rule)
 
 
 def _refuse_taken_keys(cls: Any, family: str, taken: Mapping[str, Any], whose: str) -> None:
@@ -249,10 +258,12 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
     """Check ``spec`` once and return its :class:`~tiersweep.core.plan.RunPlan`, every default
     filled in.
 
-    The platform and policy sections are checked against the parameters their classes declare
-    (:func:`tiersweep.core.params.validate_params`, the one validation path), and the pair against
-    the capabilities the policy requires. Old spellings of moved keys (:data:`KEY_ALIASES`) are
-    accepted and planned under their new names.
+    The spec's shape is checked first (its sections, the platform's kind and the policy's name);
+    then every section at once against the parameters declared for it
+    (:func:`tiersweep.core.params.validate_sections`, the one validation path), in the order seed,
+    workload, platform, policy; then the pair against the capabilities the policy requires, and a
+    model workload's parameters against the machine. Old spellings of moved keys
+    (:data:`KEY_ALIASES`) are accepted and planned under their new names.
 
     Raises:
         SpecError: An unknown key, a bad value, or a policy the platform cannot run; the
@@ -264,13 +275,9 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
     for key in spec:
         if key not in SPEC_SECTIONS:
             raise SpecError(f"{key}: unknown key; valid keys: {', '.join(SPEC_SECTIONS)}")
-    seed = Param(seed_value).validate("seed", spec.get("seed", 0))
-
     given_workload = spec.get("workload")
     if given_workload is None:
         raise SpecError("workload: missing; give workload.trace (an SWF file) or workload.model")
-    workload = _validate_workload(given_workload)
-
     platform = spec.get("platform", {"kind": "nodes"})
     policy = spec.get("policy", {"name": "easy"})
     for section, given in (("platform", platform), ("policy", policy)):
@@ -281,19 +288,28 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
     moved = {old.split(".")[1]: None for old in KEY_ALIASES}
     _refuse_taken_keys(policy_cls, "policy", moved, "older specs give here for the platform section")
     platform, policy = _moved_keys(platform, policy)
-    checked_platform = validate_platform(platform)
-    checked_policy = validate_params("policy", policy, policy_cls.params, {"name": policy_cls.name})
+    platform_section = _platform_section(platform_cls, platform)
+    seed, workload, checked_platform, checked_policy = validate_sections(
+        [
+            Section("seed", spec.get("seed", 0), Param(seed_value)),
+            Section("workload", given_workload, WORKLOAD_PARAMS, rule=_workload_rule),
+            platform_section,
+            Section("policy", policy, policy_cls.params, {"name": policy_cls.name}),
+        ]
+    )
     problem = _pair_problem(policy_cls.name, platform_cls.kind, checked_platform)
     if problem is not None:
         fitting = ", ".join(n for n in POLICIES if _pair_problem(n, platform_cls.kind, checked_platform) is None)
         raise SpecError(f"policy.name: {problem}; policies for this platform: {fitting or 'none'}")
-    if workload["model"] is not None and (workload["params"] or workload["max_size"] is not None):
-        # The generator would refuse them only when the cell runs: refuse them now.
+    model = None
+    if workload["model"] is not None:
+        # Checked here, where the machine is known, not when the cell runs; the run draws from
+        # what this returns.
         from .workloads.build import MODEL_DEFAULT_NODES
-        from .workloads.models import check_parameters
+        from .workloads.models import check_model
 
         try:
-            check_parameters(
+            model = check_model(
                 workload["model"],
                 workload["preset"],
                 workload["params"],
@@ -301,7 +317,8 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
                 max_size=workload["max_size"],
             )
         except (TypeError, ValueError) as error:  # SpecError is a ValueError too
-            raise SpecError(f"workload.{'params' if workload['params'] else 'max_size'}: {error}") from None
+            key = "max_size" if workload["max_size"] is not None and not workload["params"] else "params"
+            raise SpecError(f"workload.{key}: {error}") from None
     return RunPlan(
         seed=seed,
         workload=workload,
@@ -310,6 +327,7 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
         engine={key: checked_platform[key] for key in ENGINE_PARAMS},
         policy_name=policy_cls.name,
         policy={key: value for key, value in checked_policy.items() if key != "name"},
+        model=model,
     )
 
 

@@ -10,29 +10,13 @@ from ..core import simulate
 from ..core.capabilities import MOVES
 from ..core.compiled_run import run_path_line
 from ..core.engine import ENGINE_PARAMS
+from ..core.metric_catalogue import TABLE_METRICS, label_of
 from ..core.platforms import PLATFORMS
 from ..core.policies import POLICIES
 from ..core.simulate import RunResult
 from .specfile import apply_overrides, load_run_spec
 
 __all__ = ["run_command", "summary_json", "summary_table"]
-
-# Metrics shown in the table, with their labels and units.
-_TABLE = (
-    ("jobs", "jobs simulated", ""),
-    ("dropped", "jobs dropped", ""),
-    ("mean_wait", "mean wait", "s"),
-    ("median_wait", "median wait", "s"),
-    ("p90_wait", "p90 wait", "s"),
-    ("mean_response", "mean response", "s"),
-    ("mean_bsld", "mean bounded slowdown", ""),
-    ("median_bsld", "median bounded slowdown", ""),
-    ("p90_bsld", "p90 bounded slowdown", ""),
-    ("mean_xf", "mean expansion factor", ""),
-    ("migrations_per_job", "migrations per job", ""),
-    ("utilization", "utilisation", ""),
-    ("makespan", "makespan", "s"),
-)
 
 
 def _clean(value: Any) -> Any:
@@ -56,13 +40,12 @@ def summary_json(result: RunResult) -> str:
     return json.dumps(_clean(payload), sort_keys=False)
 
 
-def _fmt(value: float, unit: str) -> str:
+def _fmt(value: float) -> str:
     if not math.isfinite(value):
         return "n/a"
     if float(value).is_integer():
-        return f"{int(value):,} {unit}".rstrip()
-    text = f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
-    return f"{text} {unit}".rstrip()
+        return f"{int(value):,}"
+    return f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def _engine_keys_matter(policy: str, metrics: dict[str, Any]) -> bool:
@@ -107,16 +90,18 @@ def summary_table(result: RunResult) -> str:
         f"overrun {workload['overrun']}, seed {spec['seed']}",
         "",
     ]
-    rows = [*_TABLE]
-    rows += [(k, f"share of VM time in tier {k[4:-6]}", "") for k in result.metrics if k.endswith("_share")]
+    # The catalogue's rows, then those that say something only on some runs.
+    rows = [*TABLE_METRICS]
+    rows += [k for k in result.metrics if k.endswith("_share")]
     if result.metrics.get("accept_rate", 1.0) != 1.0:
-        rows.insert(1, ("accept_rate", "accept rate", ""))
+        rows.insert(1, "accept_rate")
     if result.metrics.get("kills_per_job", 0.0):  # (only keasy kills; zero elsewhere)
-        rows += [("kills_per_job", "kills per job", ""), ("lost_work", "lost work (killed runs)", "CPU-s")]
-    rows += [(k, k.replace("_", " "), "") for k in PLATFORMS[platform["kind"]].EXTRA_METRICS if k in result.metrics]
-    width = max(len(label) for _, label, _ in rows)
-    for key, label, unit in rows:
-        lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key], unit):>16}")
+        rows += ["kills_per_job", "lost_work"]
+    rows += [k for k in PLATFORMS[platform["kind"]].EXTRA_METRICS if k in result.metrics]
+    labels = [label_of(key) for key in rows]
+    width = max(map(len, labels))
+    for key, label in zip(rows, labels):
+        lines.append(f"  {label:<{width}}  {_fmt(result.metrics[key]):>16}")
     # Jobs without a user id matter only to predictions from users' histories (every job of a
     # synthetic model has none): said when the policy predicts that way.
     quiet = {"records", "dropped"} | ({"no_user_id"} if policy.get("prediction") != "last2" else set())

@@ -3,7 +3,7 @@
 A spec file whose name ends in ``.json`` is read with the standard library's JSON parser, and
 PyYAML is imported only for YAML (it costs a tenth of a small run's start-up): benchmarks and
 scripts write JSON specs. JSON is YAML, so a ``.json`` file that is not valid JSON (a comment, a
-YAML-only form) is still read as YAML.
+YAML-only form) is read as YAML.
 
 What a spec file may hold is narrower than what YAML allows, because each of these has run a
 study other than the one its author wrote:

@@ -265,8 +265,8 @@ def test_runs_missing_newer_columns_load_with_gaps(tmp_path):
 @pytest.mark.slow
 def test_example_notebook_runs_on_a_sweep(swept, tmp_path, monkeypatch):
     # Run as Jupyter runs it: the kernel starts in the notebook's folder, two levels below the
-    # project root that holds results/quickstart (reported: it read nothing there and failed
-    # with a KeyError). No TIERSWEEP_RESULTS.
+    # project root that holds results/quickstart, which it must find from there (reading
+    # nothing, its first table would raise KeyError). No TIERSWEEP_RESULTS.
     notebook = Path(__file__).resolve().parents[1] / "analysis" / "notebooks" / "explore.ipynb"
     cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
     assert len(cells) >= 4

@@ -255,7 +255,7 @@ def test_an_absurd_grid_is_refused_before_it_is_expanded(tmp_path, capsys, text,
     started = time.perf_counter()
     err = _sweep_error(tmp_path, capsys, BASE_TEXT + text, "--dry-run")
     assert message in err
-    assert time.perf_counter() - started < 10  # (it used to run until memory ran out)
+    assert time.perf_counter() - started < 10  # (refused from the counts: expanding would take all memory)
 
 
 @pytest.mark.parametrize(
@@ -338,8 +338,8 @@ def test_a_trace_whose_header_gives_no_processors_says_where_the_zero_came_from(
 
 @pytest.mark.parametrize("trials", [0, -5])
 def test_a_tuning_run_asked_for_no_trials_is_refused_through_the_api_too(tmp_path, trials):
-    # Reported: --trials 0 was ignored (the config's count ran) and --trials -5 exited 0
-    # leaving a waiting trial in the study.
+    # No trials is not "the config's count", and a negative count must not leave a waiting
+    # trial in the study.
     import yaml
 
     from tiersweep.core.errors import SpecError
@@ -355,7 +355,7 @@ def test_a_tuning_run_asked_for_no_trials_is_refused_through_the_api_too(tmp_pat
 
 # -- more a new user tries ------------------------------------------------------------------------
 def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
-    # Reported as a hang: ray.init retried a mistyped port for minutes with no message.
+    # ray.init retries a mistyped port for minutes with no message: it must not look like a hang.
     import socket
     import time
 

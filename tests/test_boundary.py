@@ -46,8 +46,8 @@ def _workload():
 @pytest.mark.parametrize("platform_cls", [Nodes, VectorNodes], ids=["lists", "views"])
 @pytest.mark.parametrize("name", ["amcbf", "cmcbf", "smcbf", "keasy", "reasy"])
 def test_policies_read_only_declared_members(name, platform_cls):
-    # Reported: consolidation read bulk_from and vm_job_view, which no capability declared,
-    # so a platform offering node_vms with exactly its declared members failed mid-run.
+    # A platform offering node_vms with exactly its declared members must run the family to
+    # the end: a member read beside them (bulk_from, vm_job_view) would fail mid-run.
     policy = make_policy(name)
     platform = Declared(platform_cls(32, 2, seed=3), policy.requires)
     jobs = _workload()

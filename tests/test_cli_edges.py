@@ -1,14 +1,16 @@
-"""Command-line cases reported as broken or misleading, one test each:
+"""Command-line cases where an easy answer would be broken or misleading, one test each:
 
-* ``tiersweep workload describe feitelson96`` (a model name) failed with "no such file";
-* a sweep config given to ``run`` failed on its first key (``name: unknown key``), not saying
-  it is a sweep config (likewise a run spec given to ``sweep``, a tuning config to either);
-* ``--set`` existed for ``run`` only, not for ``sweep`` and ``tune``;
-* an invalid sweep reported only its first invalid cell, always suggesting ``exclude``;
-* ``describe`` of a trace spec with ``--set workload.model=...`` failed ("give exactly one of
-  workload.trace or workload.model") instead of describing the model;
-* the ``policy`` line of ``run``'s table could show parameters the policy does not use, and
-  the platform line showed ``migration_cost`` where nothing is ever suspended or moved.
+* ``tiersweep workload describe feitelson96`` (a model name) describes the model, not "no such
+  file";
+* a sweep config given to ``run`` is named as a sweep config, not refused on its first key
+  (``name: unknown key``) (likewise a run spec given to ``sweep``, a tuning config to either);
+* ``--set`` works for ``run``, ``sweep`` and ``tune`` alike;
+* an invalid sweep reports every invalid cell, one line per error, and suggests ``exclude``
+  only where it fits;
+* ``describe`` of a trace spec with ``--set workload.model=...`` describes the model (not "give
+  exactly one of workload.trace or workload.model");
+* the ``policy`` line of ``run``'s table shows only parameters the policy uses, and the
+  platform line shows ``migration_cost`` only where something can be suspended or moved.
 """
 
 from __future__ import annotations
@@ -238,8 +240,8 @@ def test_the_policy_line_shows_only_the_policys_parameters():
 
 
 def test_the_summary_prints_grid_values_as_given_when_grids_set_different_keys(tmp_path, capsys):
-    # Reported in review: a number axis that only one grid sets (platform.tiers beside a gang
-    # grid) printed as metrics do, "2.000" and "NaN".
+    # A number axis that only one grid sets (platform.tiers beside a gang grid) is printed as
+    # given, not as metrics are ("2.000" and "NaN").
     config = {
         "name": "mixed",
         "base": {"workload": {"model": "jann97", "jobs": 60}, "platform": {"nodes": 32}},

@@ -454,8 +454,8 @@ def test_an_option_that_means_nothing_here_is_refused_naming_it(world):
     ids=["nodes x tiers", "machines x vms", "gang nodes x mpl"],
 )
 def test_a_machine_too_large_for_memory_is_refused_before_it_is_built(tmp_path, platform, policy):
-    # Each key is within its own bounds; their product is hundreds of millions of VMs (the
-    # first used to run until memory ran out).
+    # Each key is within its own bounds; their product is hundreds of millions of VMs, which
+    # would take memory until none is left if the machine were built.
     import time
 
     spec = tmp_path / "spec.yaml"

@@ -157,7 +157,7 @@ def kth_spec(kth_path, name: str, tiers: int, *, workload=None, **policy) -> dic
 
 @pytest.mark.parametrize("name", CONSOLIDATING)
 def test_consolidation_on_one_tier_is_a_spec_error_naming_the_missing_capability(name):
-    # Reported: amcbf on tiers: 1 ran without consolidation and said nothing.
+    # On one tier there is nothing to consolidate onto: running anyway would silently be EASY.
     spec = {"workload": {"model": "jann97", "jobs": 10}, "platform": {"tiers": 1}, "policy": {"name": name}}
     with pytest.raises(SpecError, match=rf"policy {name!r} needs 'tiers' .* 'nodes' with tiers: 1"):
         validate_spec(spec)

@@ -121,14 +121,14 @@ def _amcbf_records(accuracy, guess):
 
 
 def test_neighbouring_accuracies_give_different_schedules():
-    # Reported: with the fixed prior, accuracies 0.25, 0.5 and 0.75 gave identical schedules
-    # (no estimate crossed the 0.96 threshold and the order was the truth's), so the axis
-    # measured nothing. With drawn guesses each accuracy is its own experiment.
+    # With the fixed prior, accuracies 0.25, 0.5 and 0.75 give identical schedules (no
+    # estimate crosses the 0.96 threshold and the order is the truth's), so the axis would
+    # measure nothing. With drawn guesses each accuracy is its own experiment.
     accuracies = [0.0, 0.25, 0.5, 0.75, 1.0]
     schedules = [_amcbf_records(a, "draw") for a in accuracies]
     for a, b, x, y in zip(accuracies, accuracies[1:], schedules, schedules[1:]):
         assert not np.array_equal(x, y), f"accuracies {a} and {b} give the same schedule"
-    # The first reading is kept, and still shows the coincidence it was reported for.
+    # The first reading (cpu_guess: prior) is kept, and shows the coincidence.
     prior = [_amcbf_records(a, "prior") for a in (0.25, 0.5, 0.75)]
     assert np.array_equal(prior[0], prior[1]) and np.array_equal(prior[1], prior[2])
 
@@ -137,9 +137,9 @@ def test_neighbouring_accuracies_give_different_schedules():
 
 
 def test_a_finished_or_suspended_job_holds_no_per_process_values():
-    # Reported: the lists were materialised on first read and kept for the job's whole life
-    # (CEA-Curie, 100,000 jobs: 141 million process slots, 5.56 GB). A job that is not running
-    # holds none; a later read draws them again, the same values.
+    # Kept for a job's whole life, the lists would hold every process slot of the log at once
+    # (CEA-Curie, 100,000 jobs: 141 million slots, 5.56 GB). A job that is not running holds
+    # none; a later read draws them again, the same values.
     from tiersweep.core.engine import Engine
     from tiersweep.core.platforms import Nodes
     from tiersweep.core.policies import make_policy

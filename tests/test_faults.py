@@ -1,7 +1,7 @@
 """Fault injection: a full disk mid-batch, compaction racing a sweep, two drivers on one folder.
 
-Each test reproduces a reported way to lose or double data, then checks that every cell ends
-up stored exactly once with all its tables. The disk-full test mounts a small tmpfs (it needs
+Each test provokes a way to lose or double data, then checks that every cell ends up stored
+exactly once with all its tables. The disk-full test mounts a small tmpfs (it needs
 root and a kernel that allows it; it is skipped with the reason otherwise).
 """
 
@@ -56,8 +56,8 @@ def small_disk(tmp_path):
 
 
 def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, small_disk):
-    # Reported: the runs file was written before the jobs file; when the jobs write failed the
-    # cells counted as stored and a re-run never wrote their per-job records.
+    # A batch's cells count as stored only once their per-job records are: a runs file
+    # written before a failed jobs write would keep a re-run from ever writing them.
     disk, grow = small_disk
     config = load_sweep_config(
         write_config(tmp_path, "full", grid={"policy.name": ["easy", "fcfs"]}, seeds=2, base=BASE)
@@ -87,9 +87,9 @@ def test_a_batch_cut_short_by_a_full_disk_is_invisible_and_redone(tmp_path, smal
 # -- compaction ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_compaction_during_a_sweep_is_refused_and_loses_nothing(tmp_path):
-    # Reported: compact deleted part files written between its read and its delete (48
-    # computed, 38 stored). Now the sweep holds the folder: compaction says so and waits for
-    # the user; afterwards it merges everything.
+    # Compaction deletes the part files it has read: beside a running sweep it would delete
+    # parts written between its read and its delete. The sweep holds the folder, so compaction
+    # says so and waits for the user; afterwards it merges everything.
     config = write_config(tmp_path, "race", seeds=4, base=BASE)
     out = tmp_path / "out"
     root, logs = out / "race", tmp_path / "logs"
@@ -136,7 +136,7 @@ def test_compaction_keeps_records_no_stored_run_claims_and_drops_superseded_ones
 # -- two drivers --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_second_driver_on_the_same_folder_is_refused_and_every_cell_is_stored_once(tmp_path):
-    # Reported: two drivers on one folder stored every cell twice (48 rows for 24 cells).
+    # Two drivers on one folder would each store every cell (48 rows for 24 cells).
     config = write_config(tmp_path, "twice", seeds=4, base=BASE)
     out = tmp_path / "out"
     root = out / "twice"
@@ -224,8 +224,8 @@ def _smcbf_config(tmp_path, values):
 
 
 def test_an_axis_extended_with_values_of_another_type_is_refused_before_anything_runs(tmp_path):
-    # Reported: [10] then [10, adaptive] stored the new cell as text beside the old numbers, and
-    # every later sweep, compact and pandas.read_parquet of the folder failed (ArrowTypeError).
+    # [10] then [10, adaptive] would store the new cell as text beside the stored numbers, and
+    # every later sweep, compact and pandas.read_parquet of the folder would fail (ArrowTypeError).
     from tiersweep.core.errors import SpecError
 
     out = tmp_path / "out"
@@ -276,7 +276,7 @@ def test_a_text_column_takes_numbers_later_and_every_reader_accepts_the_folder(t
 
 
 def test_an_axis_of_mappings_gets_a_summary_row_per_value(tmp_path):
-    # Reported: workload.params: [{mean_gap: 100}, ...] ran, then the summary raised KeyError.
+    # A mapping is a value of the axis like any other: the summary groups by it.
     from tiersweep.sweep.summary import summary_frame
 
     base = {"workload": {"model": "feitelson96", "jobs": 300}, "platform": {"nodes": 64}}
@@ -299,7 +299,7 @@ def test_bad_model_parameters_are_refused_before_anything_runs(tmp_path):
 
 
 def test_the_report_of_a_trace_sweep_with_per_job_records_needs_no_node_count(tmp_path, kth_path):
-    # Reported: int(NaN) when platform.nodes came from the trace header.
+    # platform.nodes is unset (NaN in the table) when the trace's header gives the machine size.
     from tiersweep.analysis.report import write_report
 
     base = {"workload": {"trace": str(kth_path), "jobs": 200}}
@@ -349,8 +349,8 @@ def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
 )  # Ray starts in ~5 s
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_workers_die_with_a_stopped_driver_and_sigterm_is_handled_like_ctrl_c(tmp_path, how, backend):
-    # Reported: after SIGKILL or SIGTERM of the driver, process-backend workers and the resource
-    # tracker lived on, Ray left two agent processes, and SIGTERM printed a Ray stack dump.
+    # After SIGKILL or SIGTERM of the driver no process-backend worker, resource tracker or Ray
+    # agent may live on, and SIGTERM prints no Ray stack dump.
     import signal
 
     config = write_config(tmp_path, "stop", seeds=12 if backend == "ray" else 4, base=BASE)
@@ -399,8 +399,8 @@ def _tune_raw(name: str, trials: int) -> dict:
 
 
 def test_a_second_tuner_on_the_same_study_folder_is_refused(tmp_path):
-    # Reported: two tuners on one study adopted each other's running trials, mixed parameters
-    # and objectives, crashed, and ran 22 trials for a target of 12.
+    # Two tuners on one study would adopt each other's running trials, mix parameters and
+    # objectives, and run more trials than the target.
     from sweep_helpers import write_yaml
 
     config = write_yaml(tmp_path / "tune.yaml", _tune_raw("two", 40))
@@ -595,11 +595,11 @@ print("done")
 
 @pytest.mark.slow  # Ray starts in ~5 s
 def test_abandoning_ray_batches_in_flight_never_aborts_the_driver(tmp_path):
-    # Seen in a test run: a sweep stopped with SIGTERM on Ray exited 1 with a Ray stack dump
-    # ("Check failed: it != submissible_tasks_.end() Tried to complete task that was not
-    # pending"): ray.cancel() races with the reply of a task that is just finishing, and Ray
-    # aborts the process. This loop of cancels while batches finish hit it in about one run of
-    # three per 300 rounds before the fix (so 900 rounds here); after it, in none.
+    # ray.cancel() races with the reply of a task that is just finishing, and Ray then aborts
+    # the process with a stack dump ("Check failed: it != submissible_tasks_.end() Tried to
+    # complete task that was not pending"), so a sweep stopped with SIGTERM on Ray would exit 1.
+    # The driver abandons batches instead of cancelling them; a loop of ray.cancel() while
+    # batches finish meets the race in about one run of three per 300 rounds (so 900 rounds here).
     script = tmp_path / "cancel_loop.py"
     script.write_text(_CANCEL_LOOP)
     result = subprocess.run(
@@ -637,12 +637,12 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 def test_a_cancelled_process_pool_lets_the_program_exit_without_noise(tmp_path):
-    # Seen in a test run: a sweep stopped with SIGTERM on the process backend printed, after
-    # "tiersweep: terminated", "Exception ignored in: <module 'threading'> ... OSError: [Errno
-    # 9] Bad file descriptor" (the interpreter's exit hook for process pools writes to the
-    # wake-up pipe the pool's manager thread is closing), or "Exception in thread ...
-    # InvalidStateError: CANCELLED" (the manager thread failing on a future cancelled by
-    # hand). Before the fix this loop printed one or the other in 5 runs of 30.
+    # A sweep stopped with SIGTERM on the process backend can print, after "tiersweep:
+    # terminated", "Exception ignored in: <module 'threading'> ... OSError: [Errno 9] Bad file
+    # descriptor" (the interpreter's exit hook for process pools writes to the wake-up pipe the
+    # pool's manager thread is closing), or "Exception in thread ... InvalidStateError:
+    # CANCELLED" (the manager thread failing on a future cancelled by hand); a loop that
+    # cancels futures by hand prints one or the other in about 5 runs of 30.
     script = tmp_path / "cancel_and_exit.py"
     script.write_text(_CANCEL_AND_EXIT)
     for _ in range(12):

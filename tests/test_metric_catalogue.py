@@ -18,6 +18,7 @@ from tiersweep.core.metric_catalogue import (
     REPORT_METRICS,
     RUN,
     SUMMARY_METRICS,
+    TABLE_METRICS,
     Metric,
     dtype_of,
     entry,
@@ -84,6 +85,16 @@ def test_summary_report_and_labels_read_the_catalogue():
     assert label_of("no_such_metric") == "no_such_metric"
 
 
+def test_a_runs_table_reads_its_rows_and_labels_from_the_catalogue(result):
+    from tiersweep.sweep.run_command import summary_table
+
+    rows = [line.strip() for line in summary_table(result).splitlines() if line.startswith("  ")]
+    labels = [row.rsplit("  ", 1)[0].strip() for row in rows]
+    assert TABLE_METRICS[:3] == ("jobs", "dropped", "mean_wait") and "makespan" in TABLE_METRICS
+    assert labels[: len(TABLE_METRICS)] == [label_of(name) for name in TABLE_METRICS]
+    assert labels[len(TABLE_METRICS) :] == [label_of("tier0_share"), label_of("tier1_share")]
+
+
 def test_families_match_their_members_only():
     assert entry("tier12_duration").name == "tier{t}_duration"
     assert entry("report.overrun_killed").dtype == "int64"
@@ -102,10 +113,10 @@ def test_every_platform_metric_in_the_catalogue_is_one_its_platform_computes():
 def test_names_are_unique_and_shown_places_distinct():
     names = [m.name for m in CATALOGUE]
     assert len(names) == len(set(names))
-    for key in ("summary", "report"):
+    for key in ("summary", "report", "table"):
         places = [getattr(m, key) for m in CATALOGUE if getattr(m, key)]
         assert len(places) == len(set(places)), key
-    assert all(m.scope == RUN for m in CATALOGUE if m.summary or m.report)
+    assert all(m.scope == RUN for m in CATALOGUE if m.summary or m.report or m.table)
     assert {m.scope for m in CATALOGUE if m.source == METRICS} == {RUN, JOB}
 
 

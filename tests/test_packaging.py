@@ -1,8 +1,8 @@
 """Packaging: one import package, ``tiersweep``, whose subpackages are the top-level folders.
 
-Reported: the wheel installed three generic top-level packages (``core``, ``sweep``,
-``analysis``), and Ray workers started in the project root imported the source tree rather than
-the installed copy. These tests check the mapping in ``pyproject.toml``, that nothing at run time
+Generic top-level packages (``core``, ``sweep``, ``analysis``) would clash with other
+distributions, and Ray workers started in the project root would import the source tree rather
+than the installed copy. These tests check the mapping in ``pyproject.toml``, that nothing at run time
 imports a top-level ``core``/``sweep``/``analysis`` (even from the project root, where those
 folders are importable by name), and that the wheel has a single top-level name.
 """
@@ -69,8 +69,8 @@ def _git_status() -> str | None:
 
 @pytest.mark.slow
 def test_the_wheel_has_a_single_top_level_name(tmp_path):
-    # Building (what `pip install .` does) must not leave the git tree dirty either (reported:
-    # the build's files showed up beside the sources).
+    # Building (what `pip install .` does) must not leave the git tree dirty either: no build
+    # files beside the sources.
     before = _git_status()
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
@@ -130,9 +130,9 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
 
 
 def test_dependencies_point_one_way():
-    # Reported: analysis.report imported sweep.tune_plots while sweep imported analysis, and the
-    # engine imported the decisions back from the policies. Importing every module of sweep must
-    # not import analysis, and the decisions must import neither engine nor policies.
+    # Imports point one way (analysis -> sweep -> core; policies -> decisions): importing every
+    # module of sweep must not import analysis, and the decisions must import neither engine
+    # nor policies.
     code = (
         "import sys, pkgutil, importlib, tiersweep.sweep\n"
         "for m in pkgutil.iter_modules(tiersweep.sweep.__path__):\n"

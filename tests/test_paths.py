@@ -2,8 +2,8 @@
 it runs from any working directory; ``--set`` paths and mappings built in Python are taken from
 the current directory.
 
-Reported: ``tiersweep run configs/paper001_ctc.yaml`` worked only from the project root (the
-configs named ``../shared/traces/...`` relative to the directory the command ran from).
+So ``tiersweep run configs/paper001_ctc.yaml`` runs from any directory, though the configs
+name ``../shared/traces/...`` relative to their own folder.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def traces_in(value: Any, key: str = "") -> Iterator[str]:
             yield from traces_in(item, key)
 
 
-# -- the reported case: the paper configs from any directory ------------------------------------
+# -- the paper configs from any directory -------------------------------------------------------
 
 
 @pytest.mark.parametrize("where", ["tmp", "configs"])

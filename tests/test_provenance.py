@@ -1,9 +1,9 @@
 """Code provenance: every stored row says which simulator source produced it.
 
-The reported problem: after ``pip install .`` and an edit of the source tree, Ray workers ran
-the edited tree while the driver and the other backends ran the installed copy, and both
-stored rows under one cell id (mean_bsld 5.289 against 10.127). These tests reproduce that
-situation with a real edited copy of the package and real Ray workers.
+After ``pip install .`` and an edit of the source tree, Ray workers can run the edited tree
+while the driver and the other backends run the installed copy: rows of two simulators must
+not be stored under one cell id. These tests make that situation with a real edited copy of
+the package and real Ray workers.
 """
 
 from __future__ import annotations
@@ -138,10 +138,10 @@ def _console_script() -> str:
 @pytest.mark.slow
 @pytest.mark.ray
 def test_ray_workers_run_the_drivers_code_beside_a_source_tree_named_tiersweep(tmp_path):
-    # The reported set-up: the command run from the folder holding an edited source tree
-    # named ``tiersweep``. Ray puts the driver's working directory first on its workers'
-    # import path, so they imported that tree; now they import what the driver imports, and
-    # Ray's token-authentication notice stays off the progress bar (said once, at the end).
+    # The command run from the folder holding an edited source tree named ``tiersweep``: Ray
+    # puts the driver's working directory first on its workers' import path, where they would
+    # import that tree. They import what the driver imports, and Ray's token-authentication
+    # notice stays off the progress bar (said once, at the end).
     _edit(_copy_package(tmp_path))
     config = tmp_path / "small.json"
     config.write_text(json.dumps(small_raw(seeds=1)))
@@ -252,8 +252,8 @@ def _cell_id_in(parent: Path, spec: dict) -> tuple[str, str]:
 
 
 def test_editing_the_contract_suite_leaves_cell_ids_unchanged(tmp_path):
-    # Reported: the contract suite lived in the simulator's package, so editing a test helper
-    # changed every cell id (and a resume recomputed every stored cell).
+    # The contract suite is outside the code digest: an edit of a test helper that changed every
+    # cell id would make a resume recompute every stored cell.
     spec = {"workload": {"model": "jann97", "jobs": 100}, "policy": {"name": "easy"}}
     copy = _copy_package(tmp_path / "a")
     contract = copy / "contract" / "policies.py"

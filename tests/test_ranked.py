@@ -82,8 +82,8 @@ class CountingNumpy:
 @pytest.mark.parametrize("skip", [None, [2, 5, 7, 999_999]])
 @pytest.mark.parametrize("spread", [False, True], ids=["idle ties", "distinct loads"])
 def test_picking_a_few_nodes_does_not_read_the_whole_machine(monkeypatch, skip, spread):
-    # Reported: every pick partitioned every node's key, 80 % of AMCBF's time on 93,312
-    # nodes. Picking 8 of 2,000,000 nodes reads one key per block and a few blocks.
+    # Partitioning every node's key at each pick would take most of AMCBF's time on large
+    # machines. Picking 8 of 2,000,000 nodes reads one key per block and a few blocks.
     nodes = 2_000_000
     ranked = RankedSet(nodes, range(nodes), 0.0)
     busy = np.arange(0, nodes, 3, dtype=np.int64)

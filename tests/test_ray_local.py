@@ -1,9 +1,9 @@
 """A local Ray started by a sweep: what it exposes and what it leaves behind.
 
-Reported: the local Ray listened on every interface (GCS, raylet, workers, agents), so with
-``RAY_AUTH_MODE=disabled`` its unauthenticated API was open to the network; and stopping the
-driver during Ray's start-up (several seconds) left Ray's agents running for about a minute,
-SIGTERM then ending the driver with a stack dump and exit 134 instead of 143.
+The local Ray listens on the loopback interface only (GCS, raylet, workers, agents): with
+``RAY_AUTH_MODE=disabled`` its API is unauthenticated, so it must not be open to the network.
+Stopping the driver during Ray's start-up (several seconds) leaves none of Ray's agents running,
+and SIGTERM ends the driver with exit 143, not a stack dump and exit 134.
 
 Each test runs ``tiersweep sweep --backend ray`` for real as a subprocess leading its own
 session; the Ray processes it starts are found as the other members of that session (Ray does

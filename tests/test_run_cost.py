@@ -98,7 +98,7 @@ def test_json_specs_are_read_as_json_and_anything_else_as_yaml(tmp_path):
     plain = tmp_path / "a.json"
     plain.write_text('{"workload": {"trace": "x.swf"}, "policy": {"name": "easy", "x": 1e3}}')
     assert load_spec_file(plain) == {"workload": {"trace": "x.swf"}, "policy": {"name": "easy", "x": 1000.0}}
-    commented = tmp_path / "b.json"  # not JSON, but YAML: read as it always was
+    commented = tmp_path / "b.json"  # not JSON, but YAML: read as YAML
     commented.write_text('# a comment\n{"workload": {"trace": "x.swf"}}\n')
     assert load_spec_file(commented) == {"workload": {"trace": "x.swf"}}
     listed = tmp_path / "c.json"

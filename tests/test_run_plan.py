@@ -1,13 +1,14 @@
 """One run plan: a spec is checked once, into an immutable plan that every run path assembles.
 
-Reported: the run was assembled twice (``simulate`` and the contract suite's copy) and a spec
-validated up to four times on its way to a sweep worker (the spec validator, then the platform
-and policy constructors again, the sweep's expansion, the worker); the validated spec was
-changed after validation (the machine size read from the trace written into it).
+``simulate`` and the contract suite assemble a run in one place; a spec's sections are each
+checked once on the way to a sweep worker (not again by the platform and policy constructors,
+the sweep's expansion or the worker), in one pass over the sections; a plan is not changed by
+running it (the machine size read from a trace makes a new plan).
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from typing import Any
 
@@ -94,3 +95,67 @@ def test_the_plan_is_read_only_and_running_it_changes_nothing(tmp_path):
     assert plan.spec == before and plan.platform["nodes"] is None  # the size stays the trace's to give
     assert result.spec["platform"]["nodes"] == 48  # the run says what it ran on
     assert validate_spec(spec) == before and plan.engine == {"migration_cost": 20.0}
+
+
+def _calls_between(caller_file: str, callee_file: str, action: Any) -> list[str]:
+    """The functions of ``callee_file`` that functions of ``caller_file`` call while ``action`` runs
+    (a caller file of "" stands for any)."""
+    calls: list[str] = []
+
+    def profile(frame, event, _arg):
+        caller = frame.f_back
+        if event == "call" and frame.f_code.co_filename.endswith(callee_file) and caller is not None:
+            if caller.f_code.co_filename.endswith(caller_file):
+                calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_planning_enters_the_parameter_checks_once():
+    from tiersweep.core.spec import plan_run
+
+    spec = {
+        "seed": 3,
+        "workload": {"model": "feitelson96", "jobs": 50, "params": {"mean_gap": 200}},
+        "platform": {"kind": "nodes", "nodes": 64, "tiers": 2},
+        "policy": {"name": "easy"},
+    }
+    assert _calls_between("core/spec.py", "core/params.py", lambda: plan_run(spec)) == ["validate_sections"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # the spec's shape (its sections, the platform's kind, the policy's name) before any value
+        ({"seed": -1, "workload": {"jobs": 0}, "platform": {"kind": "nope"}}, r"^platform\.kind: unknown"),
+        ({"seed": -1, "workload": {"jobs": 0}, "policy": 3}, r"^policy: expected a mapping"),
+        # then the values, section by section: seed, workload, platform, policy
+        ({"seed": -1, "workload": {"jobs": 0}, "policy": {"name": "easy", "x": 1}}, r"^seed: "),
+        ({"workload": {"jobs": 0}, "platform": {"nodes": 0}}, r"^workload\.jobs: "),
+        ({"workload": {"jobs": 5}, "platform": {"nodes": 0}}, r"^workload: give exactly one of"),
+        ({"workload": {"model": "jann97"}, "platform": {"nodes": 0}, "policy": {"x": 1}}, r"^platform\.nodes: "),
+        ({"workload": {"model": "jann97"}, "policy": {"x": 1}}, r"^policy\.x: unknown key"),
+    ],
+)
+def test_a_spec_reports_its_shape_first_then_its_sections_in_order(spec, message):
+    from tiersweep.core.errors import SpecError
+    from tiersweep.core.spec import plan_run
+
+    with pytest.raises(SpecError, match=message):
+        plan_run(spec)
+
+
+def test_a_model_workloads_parameters_are_checked_once_however_often_it_is_drawn():
+    # The model's own arrival scaling draws the workload at several load scales.
+    spec = {
+        "workload": {"model": "feitelson96", "jobs": 400, "load": 0.8, "params": {"mean_gap": 150}},
+        "platform": {"nodes": 64},
+    }
+    calls = _calls_between("", "models/feitelson.py", lambda: simulate(spec))
+    assert [name for name in calls if "checked" in name or "parameters" in name] == ["checked", "parameters"]
+    assert calls.count("draw") > 1

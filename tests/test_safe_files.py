@@ -1,9 +1,9 @@
 """No file is written through a symbolic link (``core/safe_files.py``).
 
-Reported: a symbolic link at ``OUT/NAME/.tiersweep.lock`` made ``sweep``, ``tune`` and
-``compact`` truncate and overwrite the link's target, and ``report`` wrote ``index.html``
-through a link. Anyone who can write to a shared results folder could so have tiersweep
-overwrite any file its user may write. Each command is run for real (a subprocess, tiny
+A symbolic link at ``OUT/NAME/.tiersweep.lock`` written through would make ``sweep``,
+``tune`` and ``compact`` truncate and overwrite the link's target, and ``report`` write
+``index.html`` through a link: anyone who can write to a shared results folder could have
+tiersweep overwrite any file its user may write. Each command is run for real (a subprocess, tiny
 configs) with a link pointing at a victim file: the command refuses in one line, and the
 victim and the link are left as they were.
 """
@@ -141,7 +141,7 @@ def test_a_failed_atomic_write_leaves_the_old_file_whole(tmp_path):
 
 
 def test_links_planted_at_every_guessable_temporary_name_are_not_followed(tmp_path, monkeypatch):
-    # The old writers used ``.NAME.tmp-PID``: a link planted there was written through.
+    # ``.NAME.tmp-PID`` and the like are guessable: a link planted there must not be written through.
     victim = _victim(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()

@@ -339,7 +339,7 @@ def test_simulate_kth_first_2000_jobs_fcfs(kth_path):
 
 
 def test_policy_migration_cost_is_stored_as_platform_migration_cost():
-    # Reported: migration_cost was a policy key that no policy reads.
+    # The engine takes migration_cost, from the platform section; no policy reads it.
     base = {"workload": {"model": "jann97", "jobs": 10}, "platform": {"tiers": 2}}
     old = validate_spec({**base, "policy": {"name": "amcbf", "migration_cost": 120}})
     new = validate_spec({**base, "platform": {"tiers": 2, "migration_cost": 120}, "policy": {"name": "amcbf"}})

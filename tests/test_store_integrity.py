@@ -99,8 +99,8 @@ def assert_each_record_once(root: Path, expected: dict[str, pd.DataFrame]) -> No
 @pytest.mark.slow
 @pytest.mark.parametrize("table, nth", [("runs", 1), ("jobs", 1), ("jobs", 3), ("segments", 2)])
 def test_a_compaction_killed_before_it_deletes_the_parts_doubles_no_record(tmp_path, table, nth):
-    # Reported: SIGKILL between writing the merged file and deleting the parts doubled every
-    # per-job record, and the next compaction made it permanent (3,000 rows for 1,600 jobs).
+    # SIGKILL between writing the merged file and deleting the parts leaves every record in both;
+    # readers must see each once, and the next compaction must not make the copies permanent.
     root = forced_twice(tmp_path, "killed")
     expected = {name: records(root, name) for name in TABLES}
     killed_compact(root, table, nth)
@@ -183,8 +183,8 @@ def shift_clock(root: Path, by: dt.timedelta, *, fail: bool = False) -> None:
 
 
 def test_cells_recomputed_after_the_clock_moved_back_are_the_ones_readers_see(tmp_path, capsys):
-    # Reported: the newest row was chosen by wall clock; after the clock moved back the
-    # recomputed rows were ignored and the cells stayed failed.
+    # A cell's newest row is not chosen by wall clock: after the clock moves back, the
+    # recomputed rows would be ignored and the cells would stay failed.
     config = small_config("clock")
     run_sweep(config, tmp_path, backend="serial", with_jobs=True, progress=False)
     root = tmp_path / "clock"
@@ -246,8 +246,8 @@ def test_a_store_written_before_the_write_counter_still_reads_newest_by_time_the
 # -- every recovery hint, followed to the letter ------------------------------------------------
 @pytest.mark.parametrize("table", TABLES)
 def test_the_hint_for_a_damaged_part_file_recovers_what_it_held(tmp_path, capsys, table):
-    # Reported: for a damaged segments part the hint said a re-run with --jobs computes the
-    # segments again; it computed nothing and the segments stayed lost.
+    # Each hint is followed to the letter (a re-run with --jobs, say) and must recover what the
+    # damaged part held, the segments included.
     path = write_yaml(tmp_path / "hint.yaml", small_raw("hint"))
     argv = ["sweep", "--backend", "serial", "--jobs", "--out", str(tmp_path / "out"), str(path)]
     assert main(argv) == 0

@@ -185,7 +185,7 @@ def test_a_registered_backend_is_a_choice_of_the_command_line_and_listed_in_its_
         assert re.search(r"4 computed now \([0-9.]+ s on echo\)", capsys.readouterr().out)
     finally:
         BACKENDS.pop("echo")
-    with pytest.raises(SystemExit):  # argparse: no longer a choice
+    with pytest.raises(SystemExit):  # argparse: unregistered, not a choice
         main(["sweep", str(config), "--backend", "echo"])
     assert "invalid choice: 'echo' (choose from 'ray', 'process', 'serial')" in capsys.readouterr().err
 
@@ -327,9 +327,9 @@ def test_the_driver_starts_with_single_cell_batches(tmp_path, monkeypatch):
 
 
 def test_a_batch_submitted_after_a_worker_died_is_run_on_a_new_pool():
-    # Reproduces a race: a worker dies between two waits, and the driver submits its next batch
-    # to the broken pool before a wait has noticed. That submit raised BrokenProcessPool and
-    # took the sweep down; now the batch is handed to the next wait as lost with the pool.
+    # A race: a worker dies between two waits, and the driver submits its next batch to the
+    # broken pool before a wait has noticed. Raising BrokenProcessPool there would take the
+    # sweep down: the batch is handed to the next wait as lost with the pool instead.
     import os
     import signal
     import time
@@ -355,7 +355,7 @@ def test_a_batch_submitted_after_a_worker_died_is_run_on_a_new_pool():
             time.sleep(0.05)
         else:
             pytest.fail("the pool never broke")
-        backend.submit(1, tasks[2:], False)  # raised BrokenProcessPool before the fix
+        backend.submit(1, tasks[2:], False)  # no BrokenProcessPool here
         finished = {}
         while backend.pending():
             finished.update(backend.wait())

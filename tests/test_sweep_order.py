@@ -1,7 +1,7 @@
 """Sweep order and ETA: costliest cells first, and a time left from expected costs.
 
-The reported problem: in grid order the slowest cells (consolidation at high load) ran last,
-so the progress bar said 11 s left when 27 s remained.
+In grid order the slowest cells (consolidation at high load) would run last, and a time left
+read from the cells done so far would say 11 s when 27 s remain.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def test_points_never_run_are_scaled_to_seconds_by_those_that_were(tmp_path):
 
 
 def test_the_estimate_reads_a_few_columns_of_the_store_and_gets_the_same_costs(tmp_path):
-    # A driver used to read the whole runs table (every metric, every spec key) to estimate
-    # costs; on a large folder only the columns the estimate uses are read now.
+    # The whole runs table (every metric, every spec key) is large on a large folder: the
+    # driver reads only the columns the cost estimate uses.
     run_sweep(small_config(seeds=[1]), tmp_path, backend="serial", progress=False)
     later = expand(small_config(seeds=[2]))
     whole = read_table(tmp_path / "small" / "runs", latest_only=False)

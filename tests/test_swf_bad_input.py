@@ -1,13 +1,13 @@
-"""The SWF reader on input it used to read silently wrong (core/workloads/swf.py, ``read_swf``).
+"""The SWF reader on input a naive reader reads silently wrong (core/workloads/swf.py, ``read_swf``).
 
 Each case is first reproduced on a tiny file, then checked to be refused with a
 :class:`TraceFormatError` naming the file and line (or read correctly):
 
-* CR-only (old Mac) and CRLF line ends read as ``\\n`` ones (CR-only used to be 0 jobs);
+* CR-only (old Mac) and CRLF line ends read as ``\\n`` ones (split on ``\n`` alone, a CR-only file is 0 jobs);
 * a file with no job lines (empty, header only) is refused, without a numpy warning;
 * job line numbers must be plain ASCII decimals: full-width digits, ``1_000``, ``0x10`` and a
   stray non-ASCII separator byte are refused, while the same characters in comments are fine;
-* job numbers and processor counts must be whole numbers (0.5 used to be a job of size 0);
+* job numbers and processor counts must be whole numbers (truncated, 0.5 would be a job of size 0);
 * job numbers must be unique (the later line is named, with the line it repeats);
 * the CLI turns two of these into a one-line ``tiersweep: error: PATH:LINE:``;
 * properties (hypothesis): on random SWF-ish bytes the reader returns finite 18-column records
@@ -64,7 +64,7 @@ def test_cr_and_crlf_line_ends_read_as_lf(tmp_path, end):
     lines = ["; MaxProcs: 8", "; Note: old Mac file", "", job_line(1), job_line(2, runtime="50"), "; the end"]
     expected = read_swf(write(tmp_path, "\n".join(lines) + "\n", "lf.swf"))
     log = read_swf(write(tmp_path, end.join(lines) + end))
-    assert log.records.shape == (2, N_FIELDS)  # CR only used to read as one comment line: 0 jobs
+    assert log.records.shape == (2, N_FIELDS)  # two jobs, not one comment line
     np.testing.assert_array_equal(log.records, expected.records)
     assert log.header == expected.header == {"MaxProcs": "8", "Note": "old Mac file"}
 
@@ -86,7 +86,7 @@ def test_cr_only_error_names_the_right_line(tmp_path):
 def test_a_file_without_job_lines_is_refused_without_a_warning(tmp_path, data, lenient):
     path = write(tmp_path, data)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # numpy used to warn "input contained no data"
+        warnings.simplefilter("error")  # not numpy's "input contained no data"
         message = read_error(path, lenient=lenient)
     assert message == f"{path}: no job lines (expected lines of 18 numbers after the ';' header comments)"
 

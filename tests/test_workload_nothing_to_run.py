@@ -4,8 +4,8 @@
   machine, a header value misread so that no job fits) is refused with the counts of what was
   dropped and why, rather than run and stored as ``ok``.
 * An offered load cannot be set on a workload whose submit times span zero (one job, every job
-  submitted at once): that used to give not-a-number submit times and an engine spinning
-  forever; those runs go to a child process with a time limit, so a regression fails the test
+  submitted at once): scaling its gaps would give not-a-number submit times and an engine
+  spinning forever; those runs go to a child process with a time limit, so a regression fails the test
   instead of hanging it.
 * The engine refuses a job whose times are not finite.
 """

@@ -19,7 +19,7 @@ from ..errors import SpecError
 from ..jobs import Job
 from .bandwidth import annotate_bandwidth
 from .cpu import annotate_cpu
-from .models import generate
+from .models import CheckedModel, check_model, generate_checked
 from .offered_load import gap_scale, offered_load, rescale_gaps, scale_for_load
 from .rules import WorkloadReport, jobs_from_records
 from .swf import SWF_FIELDS, SwfLog, header_int, read_swf
@@ -74,6 +74,7 @@ def build_workload(
     nodes: int | None,
     trace_sha256: str | None = None,
     read_trace: Callable[..., SwfLog] = read_swf,
+    model: CheckedModel | None = None,
 ) -> Workload:
     """Build the jobs of a validated ``workload`` spec.
 
@@ -86,6 +87,8 @@ def build_workload(
             :func:`~tiersweep.core.workloads.swf.read_swf`).
         read_trace: Reads the trace; a caller that runs many cells of one trace passes a reader
             that parses each content once (it must take and check ``sha256`` as ``read_swf`` does).
+        model: A model workload's parameters as its run plan checked them (see
+            :attr:`~tiersweep.core.plan.RunPlan.model`); None checks them here.
 
     Raises:
         SpecError: The trace is missing, has no size header when one is needed, or the model
@@ -124,7 +127,7 @@ def build_workload(
     else:
         capacity = "the platform spec" if nodes else "the models' default"
         nodes = nodes or MODEL_DEFAULT_NODES
-        records, header, scale = model_records(workload, seed=seed, nodes=nodes)
+        records, header, scale = model_records(workload, seed=seed, nodes=nodes, model=model)
         jobs, report = jobs_from_records(records, capacity=nodes, **rules)
         source = f"workload.model: {workload['model']}"
     if not jobs:
@@ -173,30 +176,31 @@ def no_jobs_reason(report: WorkloadReport, nodes: int, capacity: str) -> str:
     return f"no job left to simulate: of {lines} job line(s), {', '.join(reasons) or 'none kept'}"
 
 
-def model_records(workload: Mapping[str, Any], *, seed: int, nodes: int) -> tuple[np.ndarray, dict[str, str], float]:
+def model_records(
+    workload: Mapping[str, Any], *, seed: int, nodes: int, model: CheckedModel | None = None
+) -> tuple[np.ndarray, dict[str, str], float]:
     """Generate a validated model ``workload`` as SWF records, at its target load if it has one.
+
+    The model's parameters are checked once (or taken as ``model`` gives them, checked for a
+    machine of ``nodes``), and each draw at another load scale reads them as they are.
 
     Returns:
         The records, the SWF header (with ``LoadScale`` and ``OfferedLoad`` updated) and the
         gap scale applied.
     """
-    model = workload["model"]
+    name = workload["model"]
     rules = {"overrun": workload["overrun"], "estimate": workload["estimate"]}
-
-    def make(load_scale: float) -> tuple[np.ndarray, Mapping[str, str]]:
+    if model is None or model.machine_size != nodes:
         try:
-            out = generate(
-                model,
-                workload["jobs"],
-                seed=seed,
-                machine_size=nodes,
-                preset=workload["preset"],
-                load_scale=load_scale,
-                max_size=workload["max_size"],
-                **workload["params"],
+            model = check_model(
+                name, workload["preset"], workload["params"], machine_size=nodes, max_size=workload["max_size"]
             )
         except (TypeError, ValueError) as error:
-            raise SpecError(f"workload.params: {model}: {error}") from None
+            raise SpecError(f"workload.params: {name}: {error}") from None
+    checked = model
+
+    def make(load_scale: float) -> tuple[np.ndarray, Mapping[str, str]]:
+        out = generate_checked(checked, workload["jobs"], seed=seed, load_scale=load_scale)
         return out.records, out.header
 
     def load_of(records: np.ndarray) -> float:
@@ -205,7 +209,7 @@ def model_records(workload: Mapping[str, Any], *, seed: int, nodes: int) -> tupl
     target = workload["load"]
     method = workload["load_method"]
     if method == "auto":
-        method = "model" if model == "feitelson96" else "rescale"
+        method = "model" if name == "feitelson96" else "rescale"
     if target is None:
         scale = 1.0
         records, header = make(scale)
@@ -214,7 +218,7 @@ def model_records(workload: Mapping[str, Any], *, seed: int, nodes: int) -> tupl
             scale = scale_for_load(lambda f: load_of(make(f)[0]), target)
         except ValueError as error:  # the model's own arrival scaling cannot produce that load
             raise SpecError(
-                f"workload.load: {model}'s arrivals cannot be scaled to an offered load of {target:g} "
+                f"workload.load: {name}'s arrivals cannot be scaled to an offered load of {target:g} "
                 f"({error}); ask for a lower load or more jobs"
             ) from None
         records, header = make(scale)

@@ -23,21 +23,19 @@ The package is seven modules, one concept each:
 
 from __future__ import annotations
 
-from .allocator import (
+from .allocator import SETTLE_PLAN, AllocationError, Allocator
+from .bookkeeping import Bookkeeping, Pair
+from .numerics import solve_sparse, waterfill
+from .one_pass import OnePassAllocator, entitlements
+from .platform import ALLOCATIONS, SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
+from .solver import (
     BRACKET_ITERATIONS,
     MAX_EVALUATIONS_PER_JOB,
     MAX_LM_STEPS,
     MAX_NEWTON_STEPS,
     RATE_TOLERANCE,
     REVERSALS_BEFORE_SWITCH,
-    SETTLE_PLAN,
-    AllocationError,
-    Allocator,
 )
-from .bookkeeping import Bookkeeping, Pair
-from .numerics import solve_sparse, waterfill
-from .one_pass import OnePassAllocator, entitlements
-from .platform import ALLOCATIONS, SHARE_PRESETS, SHARED_VMS_PARAMS, SharedVms
 from .stats import OCCUPANCY_BINS, OccupancyStats
 
 __all__ = [

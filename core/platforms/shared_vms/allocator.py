@@ -51,12 +51,12 @@ it is counted in :attr:`Allocator.fallbacks` (the run metric ``allocation_fallba
 silent (``strict=True`` raises :class:`AllocationError` instead).
 
 Computation: an event (a start or a release) marks the machines it touches; the jobs on them
-are re-evaluated; a job whose rate changes by more than :data:`RATE_TOLERANCE` queues those
+are re-evaluated; a job whose rate changes by more than :data:`~.solver.RATE_TOLERANCE` queues those
 neighbours whose best response can see the change (one below its level on a shared machine;
 a neighbour whose best response can only rise on a machine that does not bind it keeps its
 rate). A job's best response is cached per machine, and only the machines where something
 changed are re-computed. Work is proportional to how far the change ripples, never to the
-cluster, and bounded (:data:`MAX_EVALUATIONS_PER_JOB`, :data:`MAX_NEWTON_STEPS`). Rates are
+cluster, and bounded (:data:`~.solver.MAX_EVALUATIONS_PER_JOB`, :data:`~.solver.MAX_NEWTON_STEPS`). Rates are
 settled lazily, when the platform is asked for rate changes, a PC, FC or utilisation; finish
 times are exact for the settled rates. Newton's linear systems are solved with plain Python
 floats (:func:`~.numerics.solve_sparse`), so a run is bit-identical on every machine.
@@ -99,34 +99,17 @@ progressive filling remains what the tests compare against for equal shares.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import TiersweepError
 from . import solver
 from .bookkeeping import Bookkeeping
-from .solver import (
-    BRACKET_ITERATIONS,
-    MAX_EVALUATIONS_PER_JOB,
-    MAX_LM_STEPS,
-    MAX_NEWTON_STEPS,
-    MIN_RATE,
-    NEWTON_ACCEPT,
-    RATE_TOLERANCE,
-    REVERSALS_BEFORE_SWITCH,
-)
 
 __all__ = [
     "Allocator",
     "AllocationError",
     "SettleMethod",
     "SETTLE_PLAN",
-    "RATE_TOLERANCE",
-    "MAX_EVALUATIONS_PER_JOB",
-    "REVERSALS_BEFORE_SWITCH",
-    "NEWTON_ACCEPT",
-    "MAX_NEWTON_STEPS",
-    "MAX_LM_STEPS",
-    "BRACKET_ITERATIONS",
-    "MIN_RATE",
     "best_responses",
     "newton_on_cycling",
     "newton_on_all",
@@ -217,14 +200,9 @@ class Allocator(Bookkeeping):
     its :attr:`methods` (functions of :mod:`.solver`) in turn, only when something changed.
 
     Args:
-        machines: Number of physical machines P.
-        vms: VMs per machine V.
-        share: Share of each VM (VM ``v`` is VM ``v % vms`` of machine ``v // vms``).
-        vm_min: Guarantee of each VM.
-        vm_max: Cap of each VM.
-        vm_job: Job index per VM, -1 when idle (the platform's own list, read here).
-        strict: Raise :class:`AllocationError` when no method finds a fixed point, instead of
-            the counted :func:`~.solver.fallback`.
+        *args, **kwargs: :class:`~.bookkeeping.Bookkeeping`'s; with ``strict`` set,
+            :meth:`settle` raises :class:`AllocationError` when no method finds a fixed point,
+            instead of running the counted :func:`~.solver.fallback`.
         methods: The settling methods, tried in order (default: :data:`SETTLE_PLAN`).
 
     Attributes:
@@ -232,19 +210,8 @@ class Allocator(Bookkeeping):
         reversed: Jobs whose best responses reversed direction in the current settling.
     """
 
-    def __init__(
-        self,
-        machines: int,
-        vms: int,
-        share: Sequence[float],
-        vm_min: Sequence[float],
-        vm_max: Sequence[float],
-        vm_job: list[int],
-        *,
-        strict: bool = False,
-        methods: Sequence[SettleMethod] | None = None,
-    ) -> None:
-        super().__init__(machines, vms, share, vm_min, vm_max, vm_job, strict=strict)
+    def __init__(self, *args: Any, methods: Sequence[SettleMethod] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.methods = tuple(SETTLE_PLAN if methods is None else methods)
         self.reversed: set[int] = set()
         self._brackets: tuple[dict[int, float], dict[int, float]] | None = None
@@ -255,7 +222,7 @@ class Allocator(Bookkeeping):
         super().forget(index)
 
     def settle(self) -> None:
-        """Bring every job to its best response (to within :data:`RATE_TOLERANCE`).
+        """Bring every job to its best response (to within :data:`~.solver.RATE_TOLERANCE`).
 
         Gauss-Seidel best responses first: cheap, and local to the jobs a change reaches.
         The map is antitone (a job that takes more leaves its neighbours less), and with
@@ -263,9 +230,9 @@ class Allocator(Bookkeeping):
         dynamics they discretise, then oscillate around them) or form a continuum. A settling
         therefore runs :attr:`methods` in turn until one ends with every job at its best
         response (see the module docstring): plain best responses stop once some job has
-        reversed direction :data:`REVERSALS_BEFORE_SWITCH` times or the evaluations pass
+        reversed direction :data:`~.solver.REVERSALS_BEFORE_SWITCH` times or the evaluations pass
         their allowance; Newton and Levenberg-Marquardt are bounded by
-        :data:`MAX_NEWTON_STEPS` and :data:`MAX_LM_STEPS`.
+        :data:`~.solver.MAX_NEWTON_STEPS` and :data:`~.solver.MAX_LM_STEPS`.
 
         Raises:
             AllocationError: If every method fails and :attr:`strict` is set; otherwise

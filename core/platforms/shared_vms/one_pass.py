@@ -105,13 +105,8 @@ class OnePassAllocator(Bookkeeping):
     re-evaluated.
 
     Args:
-        machines: Number of physical machines P.
-        vms: VMs per machine V.
-        share: Share of each VM (VM ``v`` is VM ``v % vms`` of machine ``v // vms``).
-        vm_min: Guarantee of each VM.
-        vm_max: Cap of each VM.
-        vm_job: Job index per VM, -1 when idle (the platform's own list, read here).
-        strict: Accepted for the same signature; nothing here can fail.
+        *args, **kwargs: :class:`~.bookkeeping.Bookkeeping`'s; ``strict`` changes nothing here,
+            where nothing can fail to settle.
     """
 
     def machine_entitlements(self, m: int) -> list[float]:

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ...rng import stream
-from . import ModelOutput
+from . import CheckedModel, ModelOutput, check_model
 
 __all__ = [
     "NAME",
@@ -74,7 +74,8 @@ __all__ = [
     "long_probability",
     "repeat_pmf",
     "mean_runtime",
-    "check_parameters",
+    "checked",
+    "draw",
 ]
 
 NAME = "feitelson96"
@@ -187,11 +188,16 @@ def _validate(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _checked(
-    preset: str, overrides: Mapping[str, Any], machine_size: int | None, max_size: int | None
+def checked(
+    preset: str, overrides: Mapping[str, Any], *, machine_size: int, max_size: int | None = None
 ) -> tuple[dict[str, Any], int]:
-    """The validated parameters and the size range of a workload on ``machine_size`` nodes
-    (None: not known yet): the checks :func:`generate` makes of its parameters."""
+    """The validated parameters and the size range of a workload on ``machine_size`` nodes:
+    the checks :func:`generate` makes of its parameters.
+
+    Raises:
+        ValueError: A parameter the model does not take, a bad value, or a size range that does
+            not fit the machine.
+    """
     if max_size is None:
         # The calibrated range, cut to the machine (a job never exceeds the machine).
         max_size = (
@@ -207,14 +213,6 @@ def _checked(
     params = parameters(preset, **overrides)
     _check_p_range(params, int(max_size))
     return params, int(max_size)
-
-
-def check_parameters(
-    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
-) -> None:
-    """Raise ValueError if ``overrides`` of ``preset`` (with ``max_size``, on a machine of
-    ``machine_size`` nodes if known) are not what :func:`generate` takes."""
-    _checked(preset, overrides, machine_size, max_size)
 
 
 def _check_p_range(params: Mapping[str, Any], max_size: int) -> None:
@@ -356,9 +354,15 @@ def generate(
         or not (math.isfinite(load_scale) and load_scale > 0)
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
-    params, max_size = _checked(preset, overrides, machine_size, max_size)
-    jobs, machine_size, load_scale = int(jobs), int(machine_size), float(load_scale)
+    model = check_model(NAME, preset, overrides, machine_size=int(machine_size), max_size=max_size)
+    return draw(model, int(jobs), seed=seed, load_scale=float(load_scale))
 
+
+def draw(model: CheckedModel, jobs: int, *, seed: int, load_scale: float) -> ModelOutput:
+    """:func:`generate`'s records from parameters it has checked (``model``, see
+    :func:`~tiersweep.core.workloads.models.check_model`)."""
+    params, max_size = model.params
+    machine_size, preset, overrides = model.machine_size, model.preset, model.overrides
     sizes, runtimes, repeats, gaps = _draw_jobs(params, seed, jobs, max_size)
     # First-run times in whole seconds before the merge: the chains are integer arithmetic.
     first_submit = np.rint(np.cumsum(gaps) * (params["mean_gap"] * load_scale)).astype(np.int64)

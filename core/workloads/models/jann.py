@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ...rng import stream
-from . import ModelOutput
+from . import CheckedModel, ModelOutput, check_model
 
 __all__ = [
     "NAME",
@@ -61,7 +61,8 @@ __all__ = [
     "active_ranges",
     "hyper_erlang_moment",
     "hyper_erlang_sample",
-    "check_parameters",
+    "checked",
+    "draw",
 ]
 
 NAME = "jann97"
@@ -543,12 +544,16 @@ def parameters(preset: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
     return {"ranges": ranges, "size_rule": rule}
 
 
-def _checked(
-    preset: str, overrides: Mapping[str, Any], machine_size: int | None, max_size: int | None
+def checked(
+    preset: str, overrides: Mapping[str, Any], *, machine_size: int, max_size: int | None = None
 ) -> tuple[dict[str, Any], int, list[int]]:
     """The validated parameters, the size bound and the ranges kept under it, on a machine of
-    ``machine_size`` nodes (None: not known yet): the checks :func:`generate` makes of its
-    parameters."""
+    ``machine_size`` nodes: the checks :func:`generate` makes of its parameters.
+
+    Raises:
+        ValueError: A parameter the model does not take, a bad value, or a ``max_size`` that
+            splits a range or exceeds the machine.
+    """
     params = parameters(preset, **overrides)
     if max_size is None:
         # 256 (drops 257-322), or on a smaller machine the largest range top that fits it,
@@ -572,14 +577,6 @@ def _checked(
                 label = range_label(ranges[i]["lo"], ranges[i]["hi"])
                 raise ValueError(f"{NAME}: size_rule 'empirical' needs ranges[{label}].sizes (a size -> count pmf)")
     return params, int(max_size), kept
-
-
-def check_parameters(
-    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None = None, max_size: int | None = None
-) -> None:
-    """Raise ValueError if ``overrides`` of ``preset`` (with ``max_size``, on a machine of
-    ``machine_size`` nodes if known) are not what :func:`generate` takes."""
-    _checked(preset, overrides, machine_size, max_size)
 
 
 def active_ranges(ranges: Sequence[Mapping[str, Any]], max_size: int) -> list[int]:
@@ -719,9 +716,15 @@ def generate(
         or not (math.isfinite(load_scale) and load_scale > 0)
     ):
         raise ValueError(f"{NAME}: load_scale must be a positive finite number, got {load_scale!r}")
-    params, max_size, kept = _checked(preset, overrides, machine_size, max_size)
-    jobs, seed, machine_size = int(jobs), int(seed), int(machine_size)
-    load_scale = float(load_scale)
+    model = check_model(NAME, preset, overrides, machine_size=int(machine_size), max_size=max_size)
+    return draw(model, int(jobs), seed=int(seed), load_scale=float(load_scale))
+
+
+def draw(model: CheckedModel, jobs: int, *, seed: int, load_scale: float) -> ModelOutput:
+    """:func:`generate`'s records from parameters it has checked (``model``, see
+    :func:`~tiersweep.core.workloads.models.check_model`)."""
+    params, max_size, kept = model.params
+    machine_size, preset, overrides = model.machine_size, model.preset, model.overrides
     ranges, rule = params["ranges"], params["size_rule"]
 
     if jobs:

@@ -73,10 +73,21 @@ import numpy as np
 from ...errors import SpecError
 from ...rng import stream
 from ..swf import SWF_FIELDS
-from . import ModelOutput
+from . import CheckedModel, ModelOutput, check_model
 from .distributions import gammainc
 
-__all__ = ["NAME", "PRESETS", "DEFAULT_PRESET", "PARAMETERS", "REFERENCE", "ParamSet", "daily_weights", "generate"]
+__all__ = [
+    "NAME",
+    "PRESETS",
+    "DEFAULT_PRESET",
+    "PARAMETERS",
+    "REFERENCE",
+    "ParamSet",
+    "daily_weights",
+    "generate",
+    "checked",
+    "draw",
+]
 
 #: The model's name in specs (``workload.model``).
 NAME = "lublin03"
@@ -310,12 +321,14 @@ def _size_bound(p: ParamSet) -> int:
     return math.floor(2.0**p.uhi + 0.5)
 
 
-def check_parameters(
-    preset: str, overrides: Mapping[str, Any], *, machine_size: int | None, max_size: int | None
-) -> None:
-    """Raise SpecError if ``overrides`` of ``preset`` are not valid parameters for this machine
-    (before any job is generated)."""
-    _resolve(preset, machine_size, max_size, overrides)
+def checked(preset: str, overrides: Mapping[str, Any], *, machine_size: int, max_size: int | None = None) -> _Config:
+    """The parameter sets of ``preset`` with ``overrides``, fitted to this machine: the checks
+    :func:`generate` makes of its parameters.
+
+    Raises:
+        SpecError: An unknown preset or key, or a bad value; the message names it.
+    """
+    return _resolve(preset, machine_size, max_size, overrides)
 
 
 def _resolve(preset: str, machine_size: int | None, max_size: int | None, overrides: Mapping[str, Any]) -> _Config:
@@ -543,8 +556,15 @@ def generate(
     load_scale = _as_number("load_scale", load_scale)
     if not load_scale > 0:
         raise SpecError(f"{NAME}: load_scale must be positive, got {load_scale}")
-    config = _resolve(preset, machine_size, max_size, overrides)
+    model = check_model(NAME, preset, overrides, machine_size=machine_size, max_size=max_size)
+    return draw(model, jobs, seed=seed, load_scale=load_scale)
 
+
+def draw(model: CheckedModel, jobs: int, *, seed: int, load_scale: float) -> ModelOutput:
+    """:func:`generate`'s records from parameters it has checked (``model``, see
+    :func:`~tiersweep.core.workloads.models.check_model`)."""
+    config: _Config = model.params
+    machine_size, preset, max_size, overrides = model.machine_size, model.preset, model.max_size, model.overrides
     classes = tuple(config.sets)
     times = []
     for cls in classes:
