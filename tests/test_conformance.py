@@ -140,6 +140,9 @@ def valid_pairs() -> Iterator[tuple[str, dict[str, Any], str, str, dict[str, Any
                 position += 1
 
 
+#: Jobs in the slow trace slice of a policy on the shared-VM platform.
+SHARED_VM_LONG_TRACE_JOBS = 1500
+
 POLICY_CLASSES: list[type[PolicyContract]] = []
 for _name, _variant, _kind, _label, _params, _workload, _trace in valid_pairs():
     _cls = type(
@@ -154,6 +157,10 @@ for _name, _variant, _kind, _label, _params, _workload, _trace in valid_pairs():
             "trace_params": _trace,
             # The embedding policies turn away jobs their embedder can never place.
             "may_reject": EMBEDDING in POLICIES[_name].requires,
+            # The shared-VM platform settles its allocation at every event, which makes its
+            # slow slice the costliest by far (conservative: a minute each on a busy machine);
+            # half the slice keeps the slow run within its budget and still spans full queues.
+            "long_trace_jobs": SHARED_VM_LONG_TRACE_JOBS if _kind == "shared_vms" else PolicyContract.long_trace_jobs,
             "__module__": __name__,
         },
     )
