@@ -164,7 +164,7 @@ def test_a_lock_left_by_a_killed_driver_is_not_stale(tmp_path):
     root = tmp_path / "folder"
     holder = subprocess.Popen(
         [
-            "python",
+            sys.executable,
             "-c",
             "from tiersweep.sweep.folder_lock import FolderLock\nimport time\n"
             f"with FolderLock({str(root)!r}, 'sweep'):\n    print('held', flush=True); time.sleep(60)",
