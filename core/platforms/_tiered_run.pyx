@@ -878,6 +878,8 @@ cdef class _Run:
     cdef double platform_start(self, i64 j, int t, i64* placement) except? -2.0:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef i64 node, vm
+        cdef double* true
+        cdef double* est
         cdef bint small = size < self.bulk_from
         cdef i64* held = <i64*>malloc(size * sizeof(i64))
         if held == NULL:
@@ -897,13 +899,16 @@ cdef class _Run:
                 self.refresh_node(held[p])
             return 1.0
         self.load_cpu(j)
+        true = self.cpu_true[j]
+        est = self.cpu_est[j]
+        # (One pass: a job holds one VM of a node, so each node's state is its own.)
         for p in range(size):
-            vm = held[p] * k + t
-            self.cpu[vm] = self.cpu_true[j][p]
-            self.vm_est[vm] = self.cpu_est[j][p]
-        for p in range(size):
-            self.mark_dirty(held[p], small)
-            self.refresh_node(held[p])
+            node = held[p]
+            vm = node * k + t
+            self.cpu[vm] = true[p]
+            self.vm_est[vm] = est[p]
+            self.mark_dirty(node, small)
+            self.refresh_node(node)
         if not small:
             self.dirty_bulk = True
         self.prate_job[j] = 0.0
@@ -923,14 +928,14 @@ cdef class _Run:
             self.vm_job[vm] = -1
             self.vm_est[vm] = 0.0
             self.refresh_node(held[p])
+            if k > 1:
+                self.mark_dirty(held[p], small)
         if t == 0:
             self.free0 += size
         else:
             self.free1 += size
         if k == 1:
             return
-        for p in range(size):
-            self.mark_dirty(held[p], small)
         if not small:
             self.dirty_bulk = True
         self.rates_dirty = True
@@ -1503,11 +1508,32 @@ cdef class _Run:
             free(placement)
         return 0
 
+    cdef int start_on(self, i64 j, int t, char* skip, bint evict) except -1:
+        """Start the queued ``j`` in tier ``t`` on the nodes the tier's index ranks first,
+        leaving out those marked in ``skip``, heaviest processes first (NodeVms.background,
+        TieredVms.foreground and TieredVms.background); ``evict``: suspend the jobs of the tiers
+        below that its processes would overload."""
+        cdef Py_ssize_t p, size = self.size[j]
+        cdef _Ranked rank = self.fg_rank if t == 0 else self.el_rank
+        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+        if placement == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                placement[p] = -1
+            rank.smallest(size, skip, self.scratch_keys, placement + size)
+            self.place(j, placement + size, placement)
+            if evict:
+                self.evictions(j, t, placement)
+            self.apply_start(j, t, placement)
+        finally:
+            free(placement)
+        return 0
+
     cdef int background_phase(self) except -1:
-        cdef Py_ssize_t i, n, p, size
+        cdef Py_ssize_t i, n, size
         cdef i64 j, room = self.el_count
         cdef i64* snapshot
-        cdef i64* placement
         if room == 0:
             return 0
         n = self.queue_n
@@ -1523,18 +1549,7 @@ cdef class _Run:
                 if size > room:
                     continue
                 if size <= self.el_count:
-                    placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-                    if placement == NULL:
-                        raise MemoryError()
-                    try:
-                        for p in range(size):
-                            placement[p] = -1
-                        self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
-                        self.place(j, placement + size, placement)
-                        self.evictions(j, 1, placement)
-                        self.apply_start(j, 1, placement)
-                    finally:
-                        free(placement)
+                    self.start_on(j, 1, self.node_mark, True)
                     room = self.el_count
                     if room == 0:
                         return 0
@@ -1575,27 +1590,10 @@ cdef class _Run:
                 idle += 1
         return idle
 
-    cdef int start_foreground(self, i64 j, char* skip) except -1:
-        """Start ``j`` on idle foreground VMs by the load of their lower tiers, leaving out the
-        nodes marked in ``skip`` (TieredVms.foreground)."""
-        cdef Py_ssize_t p, size = self.size[j]
-        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-        if placement == NULL:
-            raise MemoryError()
-        try:
-            for p in range(size):
-                placement[p] = -1
-            self.fg_rank.smallest(size, skip, self.scratch_keys, placement + size)
-            self.place(j, placement + size, placement)
-            self.apply_start(j, 0, placement)
-        finally:
-            free(placement)
-        return 0
-
     cdef int deploy(self, i64 j, char* skip) except -1:
         """TwoTierEasy._deploy: 1 if ``j`` was deployed to the foreground, else 0."""
         if self.state[j] == QUEUED:
-            self.start_foreground(j, skip)
+            self.start_on(j, 0, skip, False)
             return 1
         if self.own_foreground_idle(j):
             self.move(j, 0, self.nodes[j])  # a priority swap on its own nodes
@@ -1603,7 +1601,7 @@ cdef class _Run:
         if not self.may_kill:
             return 0  # pinned to its nodes
         self.kill(j)
-        self.start_foreground(j, skip)
+        self.start_on(j, 0, skip, False)
         return 1
 
     cdef int decide_easy(self) except -1:
@@ -1733,10 +1731,9 @@ cdef class _Run:
     cdef int background_easy(self) except -1:
         """TwoTierEasy._background: queued jobs in the background tier, shortest estimate first
         (ties by arrival), placed on eligible nodes by the load of the tier above."""
-        cdef Py_ssize_t i, p, n = self.queue_n, size
+        cdef Py_ssize_t i, n = self.queue_n, size
         cdef i64 j, room = self.el_count
         cdef KeyNode* queued = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        cdef i64* placement
         if queued == NULL:
             raise MemoryError()
         try:
@@ -1749,17 +1746,7 @@ cdef class _Run:
                 size = self.size[j]
                 if size > room or size > self.el_count:
                     continue
-                placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-                if placement == NULL:
-                    raise MemoryError()
-                try:
-                    for p in range(size):
-                        placement[p] = -1
-                    self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
-                    self.place(j, placement + size, placement)
-                    self.apply_start(j, 1, placement)
-                finally:
-                    free(placement)
+                self.start_on(j, 1, self.node_mark, False)
                 room = self.el_count
                 if room == 0:
                     return 0
