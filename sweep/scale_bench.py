@@ -45,6 +45,7 @@ __all__ = [
     "CaseResult",
     "measure_case",
     "core_path",
+    "Target",
     "tiered_cases",
     "tiered_bench",
 ]
@@ -165,13 +166,37 @@ def core_path() -> str:
     return "python" if why_python() else "compiled"
 
 
+@dataclass(frozen=True)
+class Target:
+    """What one policy must show on one tiered case (a bound left None is not set)."""
+
+    text: str
+    #: Times EASY's engine seconds on the same jobs, in the same run.
+    ratio: float | None = None
+    ns_slot: float | None = None
+    peak_mb: float | None = None
+    #: us per job at most 1.5x the same policy's on the 1,000-node case.
+    sublinear: bool = False
+
+    def verdict(self, ratio: float, ns_slot: float, peak_mb: float, us_job: float, first_us: float | None) -> str:
+        """``met`` or ``NOT met`` (with the growth against the 1,000-node case, if sublinear)."""
+        if self.sublinear:
+            if first_us is None:
+                return "(no 1,000-node case)"
+            return f"{us_job / first_us:.2f}x: {_verdict(us_job <= 1.5 * first_us)}"
+        bounds = ((ratio, self.ratio), (ns_slot, self.ns_slot), (peak_mb, self.peak_mb))
+        return _verdict(all(limit is None or value <= limit for value, limit in bounds))
+
+
 #: The target of the Lublin cases on more than 1,000 nodes.
-SUBLINEAR = "us/job <= 1.5x the 1,000-node case"
+SUBLINEAR = Target("us/job <= 1.5x the 1,000-node case", sublinear=True)
+_CONSOLIDATION = Target("<= 3.5x EASY", ratio=3.5)
+_TWO_TIER_EASY = Target("<= 2.5x EASY", ratio=2.5)
 
 
-def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], tuple[str, ...], str]]:
-    """The tiered-node cases: ``(label, spec without policy, policies, target)``; EASY runs on
-    each case too, for the ratios."""
+def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], tuple[str, ...], dict[str, Target]]]:
+    """The tiered-node cases: ``(label, spec without policy, policies, target of each policy)``;
+    EASY runs on each case too, for the ratios."""
 
     def case(workload: dict[str, Any], nodes: int) -> dict[str, Any]:
         return {"workload": workload, "platform": {"nodes": nodes, "tiers": 2}}
@@ -185,27 +210,36 @@ def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], t
             f"Lublin {jobs:,} jobs (max_size 1000), {n:,} nodes x 2",
             case(lublin, n),
             ("amcbf",),
-            SUBLINEAR if n > 1_000 else "",
+            {"amcbf": SUBLINEAR} if n > 1_000 else {},
         )
         for n in machines
     ]
+    ctc_policies = ("amcbf", "cmcbf", "smcbf", "keasy", "reasy") if not quick else ("amcbf", "keasy")
+    ctc_targets = {p: _TWO_TIER_EASY if p in ("keasy", "reasy") else _CONSOLIDATION for p in ctc_policies}
+    ctc_case = (f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ctc_policies, ctc_targets)
     if quick:
-        return [(f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ("amcbf", "keasy"), ""), *sizes]
+        return [ctc_case, *sizes]
+    curie = Target("<= 30x EASY, <= 2 GB", ratio=30.0, peak_mb=2048.0)
     return [
-        (f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ("amcbf", "cmcbf", "smcbf", "keasy", "reasy"), ""),
-        ("HPC2N whole log, 240 nodes x 2", case({"trace": str(folder / HPC2N)}, 240), ("amcbf",), ""),
+        ctc_case,
+        (
+            "HPC2N whole log, 240 nodes x 2",
+            case({"trace": str(folder / HPC2N)}, 240),
+            ("amcbf",),
+            {"amcbf": Target("<= 4x EASY", ratio=4.0)},
+        ),
         *sizes,
         (
             "Lublin 20,000 jobs, load 0.8, 93,312 nodes x 2 (sizes up to the machine)",
             case({"model": "lublin03", "jobs": 20_000, "load": 0.8}, 93_312),
             ("amcbf",),
-            "",
+            {"amcbf": Target("<= 500 ns/slot", ns_slot=500.0)},
         ),
         (
             "CEA-Curie whole log, 93,312 nodes x 2",
             case({"trace": str(folder / CURIE)}, 93_312),
             ("amcbf", "keasy"),
-            "<= 30x EASY, <= 2 GB",
+            {"amcbf": curie, "keasy": curie},
         ),
     ]
 
@@ -218,7 +252,7 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
     first_us: float | None = None
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        for number, (label, base, policies, target) in enumerate(tiered_cases(folder, quick)):
+        for number, (label, base, policies, targets) in enumerate(tiered_cases(folder, quick)):
             print(f"  {label}")
             easy = measure_case({**base, "policy": {"name": "easy"}}, tmp, f"case{number}-easy")
             for policy in ("easy", *policies):
@@ -232,19 +266,13 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 ratio = result.seconds / easy.seconds if easy.finished and easy.seconds else float("nan")
                 us_job = 1e6 * result.seconds / max(result.jobs, 1)
                 ns_slot = 1e9 * result.seconds / max(result.slots, 1)
-                verdict = ""
-                if policy != "easy" and target == SUBLINEAR:
-                    if first_us is None:
-                        verdict = "(no 1,000-node case)"
-                    else:
-                        verdict = f"{us_job / first_us:.2f}x: {_verdict(us_job <= 1.5 * first_us)}"
-                elif policy != "easy" and target:
-                    verdict = _verdict(ratio <= 30 and result.peak_mb <= 2048)
+                target = targets.get(policy)
+                verdict = target.verdict(ratio, ns_slot, result.peak_mb, us_job, first_us) if target else ""
                 if policy == "amcbf" and label.endswith(" 1,000 nodes x 2"):
                     first_us = us_job
                 print(
                     f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
-                    f"{result.peak_mb:>8,.0f}   {target if policy != 'easy' else ''} {verdict}".rstrip()
+                    f"{result.peak_mb:>8,.0f}   {target.text if target else ''} {verdict}".rstrip()
                 )
                 if policy != "easy":
                     print(f"      path: {result.path}")
