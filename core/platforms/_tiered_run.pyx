@@ -84,18 +84,6 @@ cdef struct EstProc:
     i64 process
 
 
-cdef int _cmp_est_desc(const void* a, const void* b) noexcept nogil:
-    # Estimated CPU usage descending, ties by process ascending: Python's stable
-    # ``sorted(range(size), key=cpu_est.__getitem__, reverse=True)``.
-    cdef EstProc* x = <EstProc*>a
-    cdef EstProc* y = <EstProc*>b
-    if x.est > y.est:
-        return -1
-    if x.est < y.est:
-        return 1
-    return (x.process > y.process) - (x.process < y.process)
-
-
 cdef inline double _item(list values, Py_ssize_t i):
     return <double><object>PyList_GET_ITEM(values, i)
 
@@ -107,16 +95,30 @@ cdef inline bint _less(double ka, i64 na, double kb, i64 nb) noexcept nogil:
     return ka < kb or (ka == kb and na < nb)
 
 
-cdef void _merge_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp) noexcept:
-    """Sort ``a[:n]`` by ``(key, node)`` (``tmp``: room for ``n``). Runs already in order cost
-    one comparison: the candidates of a mostly idle machine arrive sorted."""
+ctypedef fused Sortable:
+    KeyNode
+    EstProc
+
+
+cdef inline bint _precedes(Sortable* a, Sortable* b) noexcept nogil:
+    if Sortable is KeyNode:
+        return _less(a.key, a.node, b.key, b.node)
+    else:
+        # Estimated CPU usage descending, ties by process ascending: Python's stable
+        # ``sorted(range(size), key=cpu_est.__getitem__, reverse=True)``.
+        return a.est > b.est or (a.est == b.est and a.process < b.process)
+
+
+cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil:
+    """Sort ``a[:n]`` (``tmp``: room for ``n``): nodes by ``(key, node)``, processes heaviest
+    first. A run already in order costs one comparison."""
     cdef Py_ssize_t half, i, j, k
     if n < 2:
         return
     half = n >> 1
     _merge_sort(a, half, tmp)
     _merge_sort(a + half, n - half, tmp)
-    if _less(a[half - 1].key, a[half - 1].node, a[half].key, a[half].node):
+    if _precedes(&a[half - 1], &a[half]):
         return
     for i in range(half):
         tmp[i] = a[i]
@@ -124,7 +126,7 @@ cdef void _merge_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp) noexcept:
     j = half
     k = 0
     while i < half and j < n:
-        if _less(a[j].key, a[j].node, tmp[i].key, tmp[i].node):
+        if _precedes(&a[j], &tmp[i]):
             a[k] = a[j]
             j += 1
         else:
@@ -464,6 +466,7 @@ cdef class _Run:
     cdef i64* scratch_jobs
     cdef i64* scratch_stale
     cdef EstProc* scratch_est
+    cdef EstProc* scratch_est_tmp
     cdef char* node_mark
 
     def __cinit__(self):
@@ -489,7 +492,8 @@ cdef class _Run:
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
-        free(self.scratch_stale); free(self.scratch_est); free(self.node_mark)
+        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
+        free(self.node_mark)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
@@ -584,6 +588,9 @@ cdef class _Run:
         self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
+        self.scratch_est_tmp = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
+        if self.scratch_est_tmp == NULL:
+            raise MemoryError()
         self.node_mark = <char*>calloc(nodes + 1, 1)
         self.pin_mark = <char*>calloc(nodes + 1, 1)
         self.job_mark = <char*>calloc(n + 1, 1)
@@ -1432,7 +1439,7 @@ cdef class _Run:
                 procs[p].est = self.cpu_est[j][p]
                 procs[p].process = p
             if size > 1:
-                qsort(procs, size, sizeof(EstProc), _cmp_est_desc)
+                _merge_sort(procs, size, self.scratch_est_tmp)
             for p in range(size):
                 order[p] = <int>procs[p].process
             self.proc_order[j] = order
