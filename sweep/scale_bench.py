@@ -126,11 +126,17 @@ def _simulation_child(spec_path: str, out_path: str) -> None:
     run = assemble(plan_run(json.loads(Path(spec_path).read_text(encoding="utf-8"))))
     built = run.workload
     engine = run.engine()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     engine.run()
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     slots = sum(job.size for job in built.jobs)
-    result = {"seconds": seconds, "jobs": len(built.jobs), "slots": slots, "path": engine.path}
+    result = {
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "jobs": len(built.jobs),
+        "slots": slots,
+        "path": engine.path,
+    }
     Path(out_path).write_text(json.dumps(result), encoding="utf-8")
 
 
@@ -146,6 +152,9 @@ class CaseResult:
     finished: bool = True
     #: The path the run took (``Engine.path``: the compiled whole run or the Python loop).
     path: str = ""
+    #: The engine's CPU seconds: on a shared machine the figure that compares across runs
+    #: (wall time there counts the other processes too).
+    cpu_seconds: float = 0.0
 
 
 def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float = CASE_TIMEOUT) -> CaseResult:
@@ -158,7 +167,14 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float =
     if not process.finished:
         return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False)
     child = json.loads(out.read_text(encoding="utf-8"))
-    return CaseResult(child["seconds"], child["jobs"], child["slots"], process.peak_mb, path=child.get("path", ""))
+    return CaseResult(
+        child["seconds"],
+        child["jobs"],
+        child["slots"],
+        process.peak_mb,
+        path=child.get("path", ""),
+        cpu_seconds=child.get("cpu_seconds", 0.0),
+    )
 
 
 def core_path() -> str:
@@ -245,10 +261,14 @@ def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], t
 
 
 def tiered_bench(folder: Path, quick: bool = False) -> None:
-    """Run and print :func:`tiered_cases`. The machine may be shared: only the ratios taken in
-    the same run compare."""
-    print(f"\ntiered-node core, each run in a fresh process (path: {core_path()})")
-    print(f"  {'case / policy':<64} {'seconds':>8} {'x EASY':>7} {'us/job':>8} {'ns/slot':>8} {'peak MB':>8}   target")
+    """Run and print :func:`tiered_cases`. The machine may be shared: the figures are the
+    engine's CPU seconds (wall seconds beside them), and only the ratios taken in the same run
+    compare."""
+    print(f"\ntiered-node core, each run in a fresh process (path: {core_path()}); engine CPU seconds")
+    print(
+        f"  {'case / policy':<56} {'wall s':>8} {'cpu s':>8} {'x EASY':>7} {'us/job':>8} {'ns/slot':>8} "
+        f"{'peak MB':>8}   target"
+    )
     first_us: float | None = None
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -261,17 +281,18 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 else:
                     result = measure_case({**base, "policy": {"name": policy}}, tmp, f"case{number}-{policy}")
                 if not result.finished:
-                    print(f"    {policy:<62} not finished in {result.seconds:.0f} s ({result.peak_mb:,.0f} MB)")
+                    print(f"    {policy:<54} not finished in {result.seconds:.0f} s ({result.peak_mb:,.0f} MB)")
                     continue
-                ratio = result.seconds / easy.seconds if easy.finished and easy.seconds else float("nan")
-                us_job = 1e6 * result.seconds / max(result.jobs, 1)
-                ns_slot = 1e9 * result.seconds / max(result.slots, 1)
+                cpu = result.cpu_seconds
+                ratio = cpu / easy.cpu_seconds if easy.finished and easy.cpu_seconds else float("nan")
+                us_job = 1e6 * cpu / max(result.jobs, 1)
+                ns_slot = 1e9 * cpu / max(result.slots, 1)
                 target = targets.get(policy)
                 verdict = target.verdict(ratio, ns_slot, result.peak_mb, us_job, first_us) if target else ""
                 if policy == "amcbf" and label.endswith(" 1,000 nodes x 2"):
                     first_us = us_job
                 print(
-                    f"    {policy:<62} {result.seconds:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
+                    f"    {policy:<54} {result.seconds:>8.2f} {cpu:>8.2f} {ratio:>7.2f} {us_job:>8.0f} {ns_slot:>8.1f} "
                     f"{result.peak_mb:>8,.0f}   {target.text if target else ''} {verdict}".rstrip()
                 )
                 if policy != "easy":
