@@ -18,7 +18,7 @@ def test_a_case_reports_engine_time_jobs_slots_and_peak_memory(tmp_path):
     result = measure_case(spec, tmp_path, "tiny")
     sizes = simulate(spec).jobs["size"]
     assert result.finished and result.jobs == 60 and result.slots == int(sum(sizes))
-    assert 0 < result.seconds and 10 < result.peak_mb < 4096  # the child's own peak (an interpreter: tens of MB)
+    assert 0 < result.cpu_seconds and 0 < result.seconds and 10 < result.peak_mb < 4096  # the child's own peak (an interpreter: tens of MB)
 
 
 def test_the_cases_are_the_issue_s_and_quick_is_small():
@@ -26,8 +26,15 @@ def test_the_cases_are_the_issue_s_and_quick_is_small():
     policies = {label.split(",")[0]: set(names) for label, _, names, _ in full}
     assert policies["CTC-SP2 first 20"] == {"amcbf", "cmcbf", "smcbf", "keasy", "reasy"}
     assert policies["CEA-Curie whole log"] == {"amcbf", "keasy"}
-    machines = [spec["platform"]["nodes"] for _, spec, _, target in full if target == SUBLINEAR]
+    machines = [spec["platform"]["nodes"] for _, spec, _, targets in full if SUBLINEAR in targets.values()]
     assert machines == [10_000, 93_312]
+    # Every policy of a case but the 1,000-node reference has its target, with the issue's bounds.
+    targets = {label.split(",")[0]: targets for label, _, _, targets in full}
+    assert targets["CTC-SP2 first 20"]["amcbf"].ratio == 3.5 and targets["CTC-SP2 first 20"]["reasy"].ratio == 2.5
+    assert targets["HPC2N whole log"]["amcbf"].ratio == 4.0
+    assert targets["Lublin 20"]["amcbf"].ns_slot == 500.0
+    assert targets["CEA-Curie whole log"]["keasy"].peak_mb == 2048.0
+    assert targets["CEA-Curie whole log"]["amcbf"].verdict(29.0, 1.0, 2100.0, 1.0, None) == "NOT met"
     quick = tiered_cases(Path("/traces"), quick=True)
     assert len(quick) < len(full) and all(spec["workload"].get("jobs", 0) <= 2_000 for _, spec, _, _ in quick)
     assert core_path() in ("compiled", "python")

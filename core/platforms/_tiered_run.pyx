@@ -84,86 +84,167 @@ cdef struct EstProc:
     i64 process
 
 
-cdef int _cmp_est_desc(const void* a, const void* b) noexcept nogil:
-    # Estimated CPU usage descending, ties by process ascending: Python's stable
-    # ``sorted(range(size), key=cpu_est.__getitem__, reverse=True)``.
-    cdef EstProc* x = <EstProc*>a
-    cdef EstProc* y = <EstProc*>b
-    if x.est > y.est:
-        return -1
-    if x.est < y.est:
-        return 1
-    return (x.process > y.process) - (x.process < y.process)
-
-
 cdef inline double _item(list values, Py_ssize_t i):
     return <double><object>PyList_GET_ITEM(values, i)
 
 
-DEF BLOCK_SHIFT = 7
+DEF BLOCK_SHIFT = 4
 
 
-cdef inline void _offer(KeyNode* heap, Py_ssize_t* m, Py_ssize_t count, KeyNode item) noexcept:
-    """Keep in ``heap`` (a max-heap of ``m[0]`` entries) the ``count`` smallest items offered."""
-    cdef Py_ssize_t i, child, n = m[0]
-    if n < count:
-        i = n
-        m[0] = n + 1
-        while i > 0 and _cmp_keynode(&heap[(i - 1) >> 1], &item) < 0:
-            heap[i] = heap[(i - 1) >> 1]
-            i = (i - 1) >> 1
-        heap[i] = item
-    elif _cmp_keynode(&item, &heap[0]) < 0:
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            if child + 1 < n and _cmp_keynode(&heap[child + 1], &heap[child]) > 0:
-                child += 1
-            if _cmp_keynode(&heap[child], &item) > 0:
-                heap[i] = heap[child]
-                i = child
-            else:
-                break
-        heap[i] = item
+cdef inline bint _less(double ka, i64 na, double kb, i64 nb) noexcept nogil:
+    return ka < kb or (ka == kb and na < nb)
+
+
+ctypedef fused Sortable:
+    KeyNode
+    EstProc
+
+
+cdef inline bint _precedes(Sortable* a, Sortable* b) noexcept nogil:
+    if Sortable is KeyNode:
+        return _less(a.key, a.node, b.key, b.node)
+    else:
+        # Estimated CPU usage descending, ties by process ascending: Python's stable
+        # ``sorted(range(size), key=cpu_est.__getitem__, reverse=True)``.
+        return a.est > b.est or (a.est == b.est and a.process < b.process)
+
+
+cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil:
+    """Sort ``a[:n]`` (``tmp``: room for ``n``): nodes by ``(key, node)``, processes heaviest
+    first. A run already in order costs one comparison."""
+    cdef Py_ssize_t half, i, j, k
+    if n < 2:
+        return
+    half = n >> 1
+    _merge_sort(a, half, tmp)
+    _merge_sort(a + half, n - half, tmp)
+    if _precedes(&a[half - 1], &a[half]):
+        return
+    for i in range(half):
+        tmp[i] = a[i]
+    i = 0
+    j = half
+    k = 0
+    while i < half and j < n:
+        if _precedes(&a[j], &tmp[i]):
+            a[k] = a[j]
+            j += 1
+        else:
+            a[k] = tmp[i]
+            i += 1
+        k += 1
+    while i < half:
+        a[k] = tmp[i]
+        i += 1
+        k += 1
+
+
+cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
+    """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
+    (quickselect, the pivot a median of three; the pairs are distinct)."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid
+    cdef KeyNode pivot, swap
+    while hi - lo > 16:
+        mid = lo + ((hi - lo) >> 1)
+        # a[lo] <= a[mid] <= a[hi], the median then the pivot
+        if _less(a[mid].key, a[mid].node, a[lo].key, a[lo].node):
+            swap = a[mid]; a[mid] = a[lo]; a[lo] = swap
+        if _less(a[hi].key, a[hi].node, a[lo].key, a[lo].node):
+            swap = a[hi]; a[hi] = a[lo]; a[lo] = swap
+        if _less(a[hi].key, a[hi].node, a[mid].key, a[mid].node):
+            swap = a[hi]; a[hi] = a[mid]; a[mid] = swap
+        pivot = a[mid]
+        i = lo
+        j = hi
+        while i <= j:
+            while _less(a[i].key, a[i].node, pivot.key, pivot.node):
+                i += 1
+            while _less(pivot.key, pivot.node, a[j].key, a[j].node):
+                j -= 1
+            if i <= j:
+                swap = a[i]; a[i] = a[j]; a[j] = swap
+                i += 1
+                j -= 1
+        # a[lo..j] <= pivot <= a[i..hi]; between them, the pivot itself
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+    # The few left: insertion sort.
+    for i in range(lo + 1, hi + 1):
+        swap = a[i]
+        j = i - 1
+        while j >= lo and _less(swap.key, swap.node, a[j].key, a[j].node):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = swap
 
 
 cdef class _Ranked:
     """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
-    array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids with a lower bound of each block's keys,
-    so that picking the ``count`` best reads the blocks that can hold a winner, not every node."""
+    array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament tree over the blocks'
+    least ``(key, node)``, so that picking the ``count`` best visits the blocks that can hold a
+    winner, best first, in about ``O(count log n)``, and never reads every node."""
 
     cdef double* keys
-    cdef Py_ssize_t n, n_blocks, n_dirty
-    cdef double* block_min
+    cdef Py_ssize_t n, n_blocks, leaves, n_dirty
+    cdef double* tree_key  # per tree node: the least key under it (leaves: one block each)
+    cdef i64* tree_node  # and the least node id holding it
     cdef char* block_dirty
     cdef i64* dirty_blocks
-    cdef KeyNode* order
+    cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
+    cdef KeyNode* tmp  # scratch of the merge sort
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
         self.n = n
         self.n_blocks = (n >> BLOCK_SHIFT) + 1
+        self.leaves = 1
+        while self.leaves < self.n_blocks:
+            self.leaves *= 2
         self.keys = <double*>malloc((n + 1) * sizeof(double))
-        self.block_min = <double*>malloc(self.n_blocks * sizeof(double))
+        self.tree_key = <double*>malloc(2 * self.leaves * sizeof(double))
+        self.tree_node = <i64*>malloc(2 * self.leaves * sizeof(i64))
         self.block_dirty = <char*>calloc(self.n_blocks, 1)
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
-        self.order = <KeyNode*>malloc(self.n_blocks * sizeof(KeyNode))
-        if (self.keys == NULL or self.block_min == NULL or self.block_dirty == NULL or self.dirty_blocks == NULL
-                or self.order == NULL):
+        self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
+        self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
+                or self.dirty_blocks == NULL or self.frontier == NULL):
             raise MemoryError()
         for i in range(n):
             self.keys[i] = key
-        for i in range(self.n_blocks):
-            self.block_min[i] = key if (i << BLOCK_SHIFT) < n else INFINITY
+        for i in range(self.leaves):
+            if (i << BLOCK_SHIFT) < n:
+                self.tree_key[self.leaves + i] = key
+                self.tree_node[self.leaves + i] = i << BLOCK_SHIFT
+            else:
+                self.tree_key[self.leaves + i] = INFINITY
+                self.tree_node[self.leaves + i] = n
+        for i in range(self.leaves - 1, 0, -1):
+            self.pull(i)
 
     def __dealloc__(self):
         free(self.keys)
-        free(self.block_min)
+        free(self.tree_key)
+        free(self.tree_node)
         free(self.block_dirty)
         free(self.dirty_blocks)
-        free(self.order)
+        free(self.frontier)
+        free(self.tmp)
+
+    cdef inline bint pull(self, Py_ssize_t i) noexcept:
+        """Tree node ``i`` from its children; whether it changed."""
+        cdef Py_ssize_t c = 2 * i
+        if not _less(self.tree_key[c], self.tree_node[c], self.tree_key[c + 1], self.tree_node[c + 1]):
+            c += 1
+        if self.tree_key[i] == self.tree_key[c] and self.tree_node[i] == self.tree_node[c]:
+            return False
+        self.tree_key[i] = self.tree_key[c]
+        self.tree_node[i] = self.tree_node[c]
+        return True
 
     cdef inline void set(self, i64 node, double key) noexcept:
         cdef i64 b = node >> BLOCK_SHIFT
@@ -174,8 +255,8 @@ cdef class _Ranked:
             self.n_dirty += 1
 
     cdef void clean(self) noexcept:
-        cdef Py_ssize_t i, node, first, last
-        cdef i64 b
+        cdef Py_ssize_t i, node, first, last, at
+        cdef i64 b, best
         cdef double low
         for i in range(self.n_dirty):
             b = self.dirty_blocks[i]
@@ -183,44 +264,108 @@ cdef class _Ranked:
             first = b << BLOCK_SHIFT
             last = min(first + (1 << BLOCK_SHIFT), self.n)
             low = INFINITY
+            best = self.n
             for node in range(first, last):
                 if self.keys[node] < low:
                     low = self.keys[node]
-            self.block_min[b] = low
+                    best = node
+            at = self.leaves + b
+            if self.tree_key[at] == low and self.tree_node[at] == best:
+                continue
+            self.tree_key[at] = low
+            self.tree_node[at] = best
+            # Up while the least changes (another dirty block's walk covers its own changes).
+            at >>= 1
+            while at and self.pull(at):
+                at >>= 1
         self.n_dirty = 0
 
-    cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* heap, i64* out) noexcept:
+    cdef inline void frontier_push(self, Py_ssize_t* m, i64 t) noexcept:
+        cdef i64* f = self.frontier
+        cdef Py_ssize_t i = m[0], parent
+        m[0] = i + 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if _less(self.tree_key[t], self.tree_node[t], self.tree_key[f[parent]], self.tree_node[f[parent]]):
+                f[i] = f[parent]
+                i = parent
+            else:
+                break
+        f[i] = t
+
+    cdef inline i64 frontier_pop(self, Py_ssize_t* m) noexcept:
+        cdef i64* f = self.frontier
+        cdef i64 top = f[0], last
+        cdef Py_ssize_t i = 0, child, n
+        m[0] -= 1
+        n = m[0]
+        if n:
+            last = f[n]
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and _less(self.tree_key[f[child + 1]], self.tree_node[f[child + 1]],
+                                           self.tree_key[f[child]], self.tree_node[f[child]]):
+                    child += 1
+                if _less(self.tree_key[f[child]], self.tree_node[f[child]], self.tree_key[last], self.tree_node[last]):
+                    f[i] = f[child]
+                    i = child
+                else:
+                    break
+            f[i] = last
+        return top
+
+    cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
-        (fewer if there are fewer); returns how many. Blocks are read by their lower bound,
-        ascending, until none left can hold a better one than the ``count``-th found."""
-        cdef Py_ssize_t i, b, m = 0, n_order = 0, node, first, last
-        cdef KeyNode item
+        (fewer if there are fewer); returns how many. Blocks are read by their least
+        ``(key, node)``, ascending, until none left can hold a better one than the ``count``-th
+        found (``found``: room for every node)."""
+        cdef Py_ssize_t m = 0, n_frontier = 0, node, first, last, i
+        cdef i64 t
+        cdef bint bounded = False
+        cdef KeyNode bound
         if count <= 0:
             return 0
         self.clean()
-        for b in range(self.n_blocks):
-            if self.block_min[b] != INFINITY:
-                self.order[n_order].key = self.block_min[b]
-                self.order[n_order].node = b
-                n_order += 1
-        if n_order > 1:
-            qsort(self.order, n_order, sizeof(KeyNode), _cmp_keynode)
-        for i in range(n_order):
-            b = self.order[i].node
-            if m == count and (self.order[i].key > heap[0].key
-                               or (self.order[i].key == heap[0].key and (b << BLOCK_SHIFT) > heap[0].node)):
+        if self.tree_key[1] != INFINITY:
+            self.frontier_push(&n_frontier, 1)
+        while n_frontier:
+            t = self.frontier_pop(&n_frontier)
+            if bounded and not _less(self.tree_key[t], self.tree_node[t], bound.key, bound.node):
                 break
-            first = b << BLOCK_SHIFT
+            if t < self.leaves:
+                if self.tree_key[2 * t] != INFINITY:
+                    self.frontier_push(&n_frontier, 2 * t)
+                if self.tree_key[2 * t + 1] != INFINITY:
+                    self.frontier_push(&n_frontier, 2 * t + 1)
+                continue
+            first = (t - self.leaves) << BLOCK_SHIFT
             last = min(first + (1 << BLOCK_SHIFT), self.n)
             for node in range(first, last):
                 if self.keys[node] == INFINITY or skip[node]:
                     continue
-                item.key = self.keys[node]
-                item.node = node
-                _offer(heap, &m, count, item)
-        qsort(heap, m, sizeof(KeyNode), _cmp_keynode)
+                if bounded and not _less(self.keys[node], node, bound.key, bound.node):
+                    continue
+                found[m].key = self.keys[node]
+                found[m].node = node
+                m += 1
+            # Keep the best ``count`` found (amortised: when twice as many are held).
+            if m >= count and (not bounded or m >= 2 * count):
+                if m > count:
+                    _select(found, m, count)
+                    m = count
+                bound = found[0]
+                for i in range(1, m):
+                    if _less(bound.key, bound.node, found[i].key, found[i].node):
+                        bound = found[i]
+                bounded = True
+        if m > count:
+            _select(found, m, count)
+            m = count
+        _merge_sort(found, m, self.tmp)
         for i in range(m):
-            out[i] = heap[i].node
+            out[i] = found[i].node
         return m
 
 
@@ -247,6 +392,11 @@ cdef class _Run:
     cdef double fixed_xfactor, bsld_sum, bsld_bound
     cdef i64 completed
     cdef object overhead_draws, eff_draws
+    # The overhead stream's buffered uniforms, read here; its position is written back to the
+    # stream's buffer before the stream itself is called and at the end of the run.
+    cdef list ov_items
+    cdef Py_ssize_t ov_position, ov_length
+    cdef object ov_buffer
     # -- per job
     cdef char* state
     cdef i64* size
@@ -272,6 +422,7 @@ cdef class _Run:
     cdef i64** nodes
     cdef double** cpu_true
     cdef double** cpu_est
+    cdef int** proc_order  # the processes by estimated CPU usage, heaviest first (see place)
     # -- per VM and per node
     cdef i64* vm_job
     cdef double* vm_est
@@ -315,6 +466,7 @@ cdef class _Run:
     cdef i64* scratch_jobs
     cdef i64* scratch_stale
     cdef EstProc* scratch_est
+    cdef EstProc* scratch_est_tmp
     cdef char* node_mark
 
     def __cinit__(self):
@@ -327,6 +479,9 @@ cdef class _Run:
                 free(self.nodes[i])
                 free(self.cpu_true[i])
                 free(self.cpu_est[i])
+                if self.proc_order != NULL:
+                    free(self.proc_order[i])
+        free(self.proc_order)
         free(self.state); free(self.size); free(self.submit); free(self.runtime); free(self.estimate)
         free(self.start_time); free(self.last_start); free(self.finish_time); free(self.progress)
         free(self.rate); free(self.updated); free(self.version); free(self.migrations); free(self.tier)
@@ -337,7 +492,8 @@ cdef class _Run:
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
-        free(self.scratch_stale); free(self.scratch_est); free(self.node_mark)
+        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
+        free(self.node_mark)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
@@ -374,6 +530,8 @@ cdef class _Run:
             self.bsld_sum = starvation._bsld_sum
             self.completed = starvation._completed
         self.overhead_draws = platform._overhead
+        self.ov_buffer = self.overhead_draws._uniform
+        self.load_overhead()
         self.eff_draws = platform._eff
         vms = nodes * self.k
         self.state = <char*>calloc(n + 1, 1)
@@ -400,6 +558,9 @@ cdef class _Run:
         self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
         self.cpu_true = <double**>calloc(n + 1, sizeof(double*))
         self.cpu_est = <double**>calloc(n + 1, sizeof(double*))
+        self.proc_order = <int**>calloc(n + 1, sizeof(int*))
+        if self.proc_order == NULL:
+            raise MemoryError()
         self.vm_job = <i64*>malloc(vms * sizeof(i64))
         self.vm_est = <double*>calloc(vms, sizeof(double))
         self.cpu = <double*>calloc(vms, sizeof(double))
@@ -427,6 +588,9 @@ cdef class _Run:
         self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
+        self.scratch_est_tmp = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
+        if self.scratch_est_tmp == NULL:
+            raise MemoryError()
         self.node_mark = <char*>calloc(nodes + 1, 1)
         self.pin_mark = <char*>calloc(nodes + 1, 1)
         self.job_mark = <char*>calloc(n + 1, 1)
@@ -698,22 +862,31 @@ cdef class _Run:
             return self.eff_draws.uniform(0.8, 1.0)
         return self.eff_draws.truncated_normal(0.428, 0.144, 0.2, 0.8)
 
+    cdef void load_overhead(self):
+        buffer = self.ov_buffer
+        self.ov_items = buffer._items
+        self.ov_position = buffer.position
+        self.ov_length = PyList_GET_SIZE(self.ov_items) if self.ov_items is not None else 0
+
     cdef double draw_overhead(self) except? -1.0:
         # BufferedDraws.uniform, read straight from its buffered list while that holds values.
+        cdef double value
         if not self.overhead_max:
             return 0.0
-        draws = self.overhead_draws
-        buffer = draws._uniform
-        cdef list items = buffer._items
-        cdef Py_ssize_t position = buffer.position
-        if items is None or position >= PyList_GET_SIZE(items):
-            return draws.uniform(0.0, self.overhead_max)
-        buffer.position = position + 1
-        return 0.0 + (self.overhead_max - 0.0) * _item(items, position)
+        if self.ov_position < self.ov_length:
+            value = _item(self.ov_items, self.ov_position)
+            self.ov_position += 1
+            return 0.0 + (self.overhead_max - 0.0) * value
+        self.ov_buffer.position = self.ov_position
+        value = self.overhead_draws.uniform(0.0, self.overhead_max)
+        self.load_overhead()
+        return value
 
     cdef double platform_start(self, i64 j, int t, i64* placement) except? -2.0:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef i64 node, vm
+        cdef double* true
+        cdef double* est
         cdef bint small = size < self.bulk_from
         cdef i64* held = <i64*>malloc(size * sizeof(i64))
         if held == NULL:
@@ -733,13 +906,16 @@ cdef class _Run:
                 self.refresh_node(held[p])
             return 1.0
         self.load_cpu(j)
+        true = self.cpu_true[j]
+        est = self.cpu_est[j]
+        # (One pass: a job holds one VM of a node, so each node's state is its own.)
         for p in range(size):
-            vm = held[p] * k + t
-            self.cpu[vm] = self.cpu_true[j][p]
-            self.vm_est[vm] = self.cpu_est[j][p]
-        for p in range(size):
-            self.mark_dirty(held[p], small)
-            self.refresh_node(held[p])
+            node = held[p]
+            vm = node * k + t
+            self.cpu[vm] = true[p]
+            self.vm_est[vm] = est[p]
+            self.mark_dirty(node, small)
+            self.refresh_node(node)
         if not small:
             self.dirty_bulk = True
         self.prate_job[j] = 0.0
@@ -759,14 +935,14 @@ cdef class _Run:
             self.vm_job[vm] = -1
             self.vm_est[vm] = 0.0
             self.refresh_node(held[p])
+            if k > 1:
+                self.mark_dirty(held[p], small)
         if t == 0:
             self.free0 += size
         else:
             self.free1 += size
         if k == 1:
             return
-        for p in range(size):
-            self.mark_dirty(held[p], small)
         if not small:
             self.dirty_bulk = True
         self.rates_dirty = True
@@ -1073,8 +1249,10 @@ cdef class _Run:
         self.nodes[j] = NULL
         free(self.cpu_true[j])
         free(self.cpu_est[j])
+        free(self.proc_order[j])
         self.cpu_true[j] = NULL
         self.cpu_est[j] = NULL
+        self.proc_order[j] = NULL
         return 0
 
     # -- the policy (Consolidation.decide with NodeVms) ---------------------------------------------
@@ -1247,18 +1425,27 @@ cdef class _Run:
 
     cdef int place(self, i64 j, i64* chosen, i64* placement) except -1:
         """NodeVms._place: the processes not yet in ``placement`` (-1) onto ``chosen``, heaviest
-        estimated CPU usage first (ties in process order)."""
+        estimated CPU usage first (ties in process order). The order is the job's own for
+        its whole life (its estimates do not change): sorted once, at its first placement."""
         cdef Py_ssize_t p, size = self.size[j], m = 0
         cdef EstProc* procs = self.scratch_est
-        self.load_cpu(j)
+        cdef int* order = self.proc_order[j]
+        if order == NULL:
+            self.load_cpu(j)
+            order = <int*>malloc(size * sizeof(int))
+            if order == NULL:
+                raise MemoryError()
+            for p in range(size):
+                procs[p].est = self.cpu_est[j][p]
+                procs[p].process = p
+            if size > 1:
+                _merge_sort(procs, size, self.scratch_est_tmp)
+            for p in range(size):
+                order[p] = <int>procs[p].process
+            self.proc_order[j] = order
         for p in range(size):
-            procs[p].est = self.cpu_est[j][p]
-            procs[p].process = p
-        if size > 1:
-            qsort(procs, size, sizeof(EstProc), _cmp_est_desc)
-        for p in range(size):
-            if placement[procs[p].process] < 0:
-                placement[procs[p].process] = chosen[m]
+            if placement[order[p]] < 0:
+                placement[order[p]] = chosen[m]
                 m += 1
         return 0
 
@@ -1328,11 +1515,32 @@ cdef class _Run:
             free(placement)
         return 0
 
+    cdef int start_on(self, i64 j, int t, char* skip, bint evict) except -1:
+        """Start the queued ``j`` in tier ``t`` on the nodes the tier's index ranks first,
+        leaving out those marked in ``skip``, heaviest processes first (NodeVms.background,
+        TieredVms.foreground and TieredVms.background); ``evict``: suspend the jobs of the tiers
+        below that its processes would overload."""
+        cdef Py_ssize_t p, size = self.size[j]
+        cdef _Ranked rank = self.fg_rank if t == 0 else self.el_rank
+        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
+        if placement == NULL:
+            raise MemoryError()
+        try:
+            for p in range(size):
+                placement[p] = -1
+            rank.smallest(size, skip, self.scratch_keys, placement + size)
+            self.place(j, placement + size, placement)
+            if evict:
+                self.evictions(j, t, placement)
+            self.apply_start(j, t, placement)
+        finally:
+            free(placement)
+        return 0
+
     cdef int background_phase(self) except -1:
-        cdef Py_ssize_t i, n, p, size
+        cdef Py_ssize_t i, n, size
         cdef i64 j, room = self.el_count
         cdef i64* snapshot
-        cdef i64* placement
         if room == 0:
             return 0
         n = self.queue_n
@@ -1348,18 +1556,7 @@ cdef class _Run:
                 if size > room:
                     continue
                 if size <= self.el_count:
-                    placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-                    if placement == NULL:
-                        raise MemoryError()
-                    try:
-                        for p in range(size):
-                            placement[p] = -1
-                        self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
-                        self.place(j, placement + size, placement)
-                        self.evictions(j, 1, placement)
-                        self.apply_start(j, 1, placement)
-                    finally:
-                        free(placement)
+                    self.start_on(j, 1, self.node_mark, True)
                     room = self.el_count
                     if room == 0:
                         return 0
@@ -1400,27 +1597,10 @@ cdef class _Run:
                 idle += 1
         return idle
 
-    cdef int start_foreground(self, i64 j, char* skip) except -1:
-        """Start ``j`` on idle foreground VMs by the load of their lower tiers, leaving out the
-        nodes marked in ``skip`` (TieredVms.foreground)."""
-        cdef Py_ssize_t p, size = self.size[j]
-        cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-        if placement == NULL:
-            raise MemoryError()
-        try:
-            for p in range(size):
-                placement[p] = -1
-            self.fg_rank.smallest(size, skip, self.scratch_keys, placement + size)
-            self.place(j, placement + size, placement)
-            self.apply_start(j, 0, placement)
-        finally:
-            free(placement)
-        return 0
-
     cdef int deploy(self, i64 j, char* skip) except -1:
         """TwoTierEasy._deploy: 1 if ``j`` was deployed to the foreground, else 0."""
         if self.state[j] == QUEUED:
-            self.start_foreground(j, skip)
+            self.start_on(j, 0, skip, False)
             return 1
         if self.own_foreground_idle(j):
             self.move(j, 0, self.nodes[j])  # a priority swap on its own nodes
@@ -1428,7 +1608,7 @@ cdef class _Run:
         if not self.may_kill:
             return 0  # pinned to its nodes
         self.kill(j)
-        self.start_foreground(j, skip)
+        self.start_on(j, 0, skip, False)
         return 1
 
     cdef int decide_easy(self) except -1:
@@ -1558,10 +1738,9 @@ cdef class _Run:
     cdef int background_easy(self) except -1:
         """TwoTierEasy._background: queued jobs in the background tier, shortest estimate first
         (ties by arrival), placed on eligible nodes by the load of the tier above."""
-        cdef Py_ssize_t i, p, n = self.queue_n, size
+        cdef Py_ssize_t i, n = self.queue_n, size
         cdef i64 j, room = self.el_count
         cdef KeyNode* queued = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        cdef i64* placement
         if queued == NULL:
             raise MemoryError()
         try:
@@ -1574,17 +1753,7 @@ cdef class _Run:
                 size = self.size[j]
                 if size > room or size > self.el_count:
                     continue
-                placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
-                if placement == NULL:
-                    raise MemoryError()
-                try:
-                    for p in range(size):
-                        placement[p] = -1
-                    self.el_rank.smallest(size, self.node_mark, self.scratch_keys, placement + size)
-                    self.place(j, placement + size, placement)
-                    self.apply_start(j, 1, placement)
-                finally:
-                    free(placement)
+                self.start_on(j, 1, self.node_mark, False)
                 room = self.el_count
                 if room == 0:
                     return 0
@@ -1735,7 +1904,10 @@ def run(engine, double floor):
     cdef _Run state = _Run()
     cdef Py_ssize_t i, left = 0
     state.setup(engine, floor)
-    state.loop()
+    try:
+        state.loop()
+    finally:
+        state.ov_buffer.position = state.ov_position
     state.write_back()
     for i in range(state.n_jobs):
         if state.state[i] != FINISHED:
