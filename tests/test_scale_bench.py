@@ -18,7 +18,8 @@ def test_a_case_reports_engine_time_jobs_slots_and_peak_memory(tmp_path):
     result = measure_case(spec, tmp_path, "tiny")
     sizes = simulate(spec).jobs["size"]
     assert result.finished and result.jobs == 60 and result.slots == int(sum(sizes))
-    assert 0 < result.cpu_seconds and 0 < result.seconds and 10 < result.peak_mb < 4096  # the child's own peak (an interpreter: tens of MB)
+    assert 0 < result.cpu_seconds and 0 < result.seconds
+    assert 10 < result.peak_mb < 4096  # the child's own peak (an interpreter: tens of MB)
 
 
 def test_the_cases_are_the_issue_s_and_quick_is_small():
