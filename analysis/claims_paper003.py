@@ -22,29 +22,25 @@ _EASY_PP_SETTING = (
     "log's size, EASY planning with the users' requests (deterministic: every seed is the same run)"
 )
 
+#: EASY++'s corrections of a wrong prediction: the text's (the default) and the calibrated one.
+_CORRECTIONS = (
+    ("increment", False, "correction: increment (text: the authors' steps, 1 min ... 100 h)"),
+    ("request", True, "correction: request (calibrated: chosen because it beats EASY on every log)"),
+)
 #: Paper 003's rows: EASY++ under the authors' increments and, calibrated, extended to the request.
 ROWS: list[Claim] = [
     Claim(
         "003",
         "EASY++ beats EASY on mean wait and bounded slowdown on every log",
         "paper003_easy_pp",
-        easy_pp_beats_easy("increment"),
+        easy_pp_beats_easy(correction),
         quote=_EASY_PP_QUOTE,
         setting=_EASY_PP_SETTING,
         columns=_EASY_PP_COLUMNS,
-        choices=("correction: increment (text: the authors' steps, 1 min ... 100 h)",),
-    ),
-    Claim(
-        "003",
-        "EASY++ beats EASY on mean wait and bounded slowdown on every log",
-        "paper003_easy_pp",
-        easy_pp_beats_easy("request"),
-        quote=_EASY_PP_QUOTE,
-        setting=_EASY_PP_SETTING,
-        columns=_EASY_PP_COLUMNS,
-        choices=("correction: request (calibrated: chosen because it beats EASY on every log)",),
-        calibrated=True,
-    ),
+        choices=(label,),
+        calibrated=calibrated,
+    )
+    for correction, calibrated, label in _CORRECTIONS
 ]
 
 
