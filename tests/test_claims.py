@@ -291,6 +291,7 @@ def test_the_claims_of_the_issue_are_rows():
     assert has("AdaBa accepts more than each other embedder", "KTH-SP2") and has("(NASA-iPSC)")
     assert has("SDF beats BgMBFSDF and BgMBF") and has("BgMBFSDF migrates less") and has("KTH-SP2 than on NASA-iPSC")
     assert has("max at 0.5", "efficiency") and has("mean XF by about 40 %")
+    assert has("Table 1", "72.4", "10.4")
     # The sensitivity config's JWorkload half and paper 002's and 003's runs are read.
     read = {c.sweep for c in CLAIMS}
     assert {"liu2013_sensitivity_j", "paper002_ktier", "paper002_selective", "paper003_easy_pp"} <= read
@@ -564,3 +565,17 @@ def test_a_gain_that_shrinks_with_a_factor_is_a_ratio_of_ratios_paired_by_seed()
     assert "load 0.5: 0.62 [0.61, 0.64]" in verdict.text
     # The other way round (the benefit grows with usage) does not hold.
     assert not gain_shrinks("workload.cpu_usage", [0.9, 1.0], [0.2, 0.8], "amcbf", "easy", "mean_bsld")(runs).holds
+
+
+def test_table_1s_statistics_are_read_from_the_logs_first_jobs(kth_path):
+    # KTH-SP2's first 1,000 jobs: mean runtime 4346.73 s = 72.45 min (the paper prints 72.4:
+    # within 0.05), largest request 84 nodes (the paper prints 100, the machine's size: a miss).
+    # Its first 10 jobs run 428 min on average and request at most 25: both miss.
+    table1 = next(c for c in CLAIMS if c.text.startswith("Table 1")).measure
+    row = {"status": "ok", "workload.trace": str(kth_path), "workload.jobs": 1000}
+    runs = pd.DataFrame([{**row, "seed": seed} for seed in (1, 2)])
+    verdict = table1(runs)
+    assert "KTH-SP2 mean runtime (min): 72.4 (deterministic), stated 72.4;" in verdict.text
+    assert "KTH-SP2 largest request: 84 (deterministic), stated 100 (x)" in verdict.text
+    assert (verdict.held, verdict.settings, verdict.holds) == (1, 2, False)
+    assert table1(runs.assign(**{"workload.jobs": 10})).held == 0
