@@ -67,6 +67,7 @@ __all__ = [
     "SCOPES",
     "measure",
     "markdown",
+    "run_table",
     # The rules and measures, importable from here as well (see the module docstring).
     "holds_in_scope",
     "comparison_wins",
@@ -179,7 +180,29 @@ def markdown(results: str | Path) -> str:
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "Untestable claims:", "", "| paper | claim | reason |", "|---|---|---|"]
     lines += [f"| {u.paper} | {_cell(u.quote)} | {_cell(u.reason)} |" for u in UNTESTABLE]
+    lines += ["", "The runs the table reads:", "", *run_table(results)]
     return "\n".join(lines)
+
+
+def run_table(results: str | Path) -> list[str]:
+    """Markdown rows of the sweeps the claims read, as stored under ``results``: cells, seeds, the
+    cells' summed compute time (one worker: about the sweep's wall time) and the hosts."""
+    lines = [
+        "| config | cells (failed) | seeds | cell time, summed | host |",
+        "|---|---|---|---|---|",
+    ]
+    for sweep in dict.fromkeys(claim.sweep for claim in CLAIMS):
+        folder = Path(results) / sweep
+        if not (folder / "runs").exists():
+            lines.append(f"| `configs/{sweep}.yaml` | not run | | | |")
+            continue
+        runs = load(folder, code_digest="latest")
+        failed = int((runs["status"] != "ok").sum())
+        minutes = float(runs["wall_seconds"].astype(float).sum()) / 60
+        hosts = ", ".join(sorted(runs["host"].astype(str).unique()))
+        seeds = runs["seed"].nunique()
+        lines.append(f"| `configs/{sweep}.yaml` | {len(runs):,} ({failed}) | {seeds} | {minutes:.1f} min | {hosts} |")
+    return lines
 
 
 if __name__ == "__main__":

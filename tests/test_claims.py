@@ -347,6 +347,8 @@ def test_the_table_lists_every_row_and_says_which_await_a_run(tmp_path):
     assert f"{len({(c.paper, c.text) for c in CLAIMS})} awaiting a run" in text
     assert "**[calibrated]**" in text and "Untestable claims" in text
     assert all(u.reason in text for u in UNTESTABLE)
+    # The runs section lists every config the rows read, none run here.
+    assert all(f"| `configs/{c.sweep}.yaml` | not run |" in text for c in CLAIMS)
 
 
 # -- the new measures, on hand-made runs ---------------------------------------------------------------
