@@ -524,23 +524,37 @@ def level_ratio(
     return measure
 
 
-def gain_shrinks(axis: str, low: object, high: object, policy: str, baseline: str, metric: str) -> Measure:
+def gain_shrinks(
+    axis: str,
+    low: object,
+    high: object,
+    policy: str,
+    baseline: str,
+    metric: str,
+    *,
+    column: str = "policy.name",
+    by: str = "workload.load",
+    defaults: bool = True,
+) -> Measure:
     """A comparison of a gain across a factor ("the benefit [...] is inversely proportional to
-    the average CPU usage"): ``policy``'s ``metric`` over ``baseline``'s, per seed, is smaller
-    (a larger benefit) at ``axis`` = ``low`` than at ``high``: the ratio of the two ratios,
-    paired by seed, lies below 1 at every load. The other sensitivity factors at their defaults."""
+    the average CPU usage"): ``policy``'s ``metric`` over ``baseline``'s (values of ``column``),
+    per seed, is smaller at ``axis`` = ``low`` than at ``high``: the ratio of the two ratios,
+    paired by seed, lies below 1 at every setting of ``by``. For a metric where more is better
+    (an accept rate), that is a larger advantage at ``high``. With ``defaults``, the other
+    sensitivity factors at their defaults."""
 
     def measure(runs: pd.DataFrame) -> Verdict:
-        runs = _at_defaults(ok_runs(runs), axis).copy()
+        runs = ok_runs(runs)
+        runs = (_at_defaults(runs, axis) if defaults else runs).copy()
         runs[axis] = runs[axis].map(level_key)
-        runs = runs[runs[axis].isin([level_key(low), level_key(high)]) & runs["policy.name"].isin([policy, baseline])]
-        table = runs.pivot_table(index=[axis, "workload.load", "seed"], columns="policy.name", values=metric)
+        runs = runs[runs[axis].isin([level_key(low), level_key(high)]) & runs[column].isin([policy, baseline])]
+        table = runs.pivot_table(index=[axis, by, "seed"], columns=column, values=metric)
         if table.empty or {policy, baseline} - set(table.columns):
             return Verdict("no cells stored", 0, 0, False)
         ratios = (table[policy] / table[baseline]).rename("ratio").reset_index()
         ratios["policy.name"] = ratios[axis]  # the levels compared, as the policies of ratio_below
         ratios["status"] = "ok"
-        compare_levels = ratio_below([level_key(low)], level_key(high), ["ratio"], column="policy.name")
+        compare_levels = ratio_below([level_key(low)], level_key(high), ["ratio"], by=(by,), column="policy.name")
         verdict = compare_levels(ratios.drop(columns=[axis]))
         factor = axis.split(".")[-1]
         head = f"({metric} {policy}/{baseline} at {factor} {level_key(low)}) / (the same at {level_key(high)})"

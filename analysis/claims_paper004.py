@@ -19,6 +19,7 @@ from .claim_measures import (
     at_demand,
     fewer_migrations,
     gain_range,
+    gain_shrinks,
     level_key,
     most_migrations,
     on_trace,
@@ -31,7 +32,7 @@ __all__ = ["ROWS"]
 
 _LI_BY = ("workload.trace", "workload.load")
 _EMBEDDERS = ("oktopus", "greedy", "bestfit", "firstfit")
-_ACCEPT_COLUMNS = (*RUN_COLUMNS, EMBEDDER, DEMAND, "accept_rate")
+_ACCEPT_COLUMNS = (*RUN_COLUMNS, EMBEDDER, DEMAND, "workload.load", "accept_rate")
 _FIG4_004 = (
     '5.3.1, figure 4: "(1) Our proposed AdaBa always performs better than all the other algorithms for workloads '
     "under different average bandwidth demands; (2) [...] Up to 15 percent of improvement on accept rate is obtained "
@@ -74,6 +75,9 @@ _SCHED_CHOICES = (
     "response time = start - arrival (text, equation 1)",
 )
 _WAIT_BSLD = ("mean_wait", "mean_bsld")
+#: Paper 004's runs have no sensitivity factors to hold at paper 000's defaults.
+_RAW = {"defaults": False}
+_PER_LOG = {"by": "workload.trace", "defaults": False}
 
 
 def _sched(measure: Measure) -> Measure:
@@ -153,6 +157,15 @@ ROWS: list[Claim] = [
             runs.assign(**{DEMAND: runs[DEMAND].map(level_key)})
         ),
     ),
+    _accept(
+        "AdaBa's advantage over each other embedder grows with the mean demand (700 against 50 Mbps)",
+        all_of(
+            *(
+                gain_shrinks(DEMAND, 50, 700, "adaba", other, "accept_rate", column=EMBEDDER, defaults=False)
+                for other in _EMBEDDERS
+            )
+        ),
+    ),
     *(
         Claim(
             "004",
@@ -165,6 +178,22 @@ ROWS: list[Claim] = [
             choices=_ACCEPT_CHOICES,
         )
         for log in ("KTH-SP2", "NASA-iPSC")
+    ),
+    Claim(
+        "004",
+        "AdaBa's advantage over each other embedder grows with the load (0.9 against 0.5, each log)",
+        "paper004_fig5_accept_traces",
+        lambda runs: all_of(
+            *(
+                gain_shrinks("workload.load", 0.5, 0.9, "adaba", o, "accept_rate", column=EMBEDDER, **_PER_LOG)
+                for o in _EMBEDDERS
+            )
+        )(short_traces(runs)),
+        quote='5.3.1, figure 5: "the accept rate improvement of AdaBa is getting more significant as the system load '
+        'goes higher"',
+        setting=_FIG5_SETTING,
+        columns=_FIG5_COLUMNS,
+        choices=_ACCEPT_CHOICES,
     ),
     _sched_row(
         "BgMBF beats FCFS and SBF on response (wait) time and bounded slowdown for each workload (every load)",
@@ -189,6 +218,13 @@ ROWS: list[Claim] = [
         ),
         quote='5.3.2, observation 2 (figure 6): "SDF outperforms BgMBFSDF and BgMBF on average response time for '
         'NASA-iPSC, while obtains the worst performance among them for KTH-SP2."',
+    ),
+    _sched_row(
+        "BgMBFSDF's response (wait) time gain over BgMBF is larger on NASA-iPSC than on KTH-SP2 (paired by seed, "
+        "every load)",
+        _sched(gain_shrinks("workload.trace", "NASA-iPSC", "KTH-SP2", "bgmbfsdf", "bgmbf", "mean_wait", **_RAW)),
+        quote='5.3.2, observation 2 (figure 6): "Compared with BgMBF, the performance improvement on rpt of BgMBFSDF '
+        'is also more significant for NASA-iPSC than that for KTH-SP2."',
     ),
     _sched_row(
         "BgMBFSDF migrates less than BgMBF in most cases (per job; both logs, loads 0.5-0.9)",

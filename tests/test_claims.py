@@ -581,3 +581,23 @@ def test_table_1s_statistics_are_read_from_the_logs_first_jobs(kth_path):
     assert "KTH-SP2 largest request: 84 (deterministic), stated 100 (x)" in verdict.text
     assert (verdict.held, verdict.settings, verdict.holds) == (1, 2, False)
     assert table1(runs.assign(**{"workload.jobs": 10})).held == 0
+
+
+def test_a_growing_advantage_is_read_per_setting_of_by_on_any_column():
+    # Embedders per log: AdaBa/Oktopus accepts 1.0 at load 0.5 and 1.1 e^(+-0.01) at load 0.9 on
+    # KTH-SP2 (ratio of ratios 1/1.1 = 0.909 e^(-+0.01): interval [0.887, 0.932], below 1: the
+    # advantage grows); on NASA-iPSC 1.0 at both (every seed the same: 1, deterministic, not below 1).
+    rows = []
+    for trace, at_high in (("KTH-SP2", _spread(1.1, 0.01)), ("NASA-iPSC", [1.0, 1.0, 1.0])):
+        for load, ratios in ((0.5, [1.0, 1.0, 1.0]), (0.9, at_high)):
+            for seed, ratio in enumerate(ratios):
+                base = {"status": "ok", "workload.trace": trace, "workload.load": load, "seed": seed}
+                rows.append({**base, "policy.embedder": "oktopus", "accept_rate": 0.5})
+                rows.append({**base, "policy.embedder": "adaba", "accept_rate": 0.5 * ratio})
+    runs = pd.DataFrame(rows)
+    grows = gain_shrinks(
+        "workload.load", 0.5, 0.9, "adaba", "oktopus", "accept_rate", column="policy.embedder", by="workload.trace",
+        defaults=False,
+    )(runs)
+    assert (grows.held, grows.settings, grows.holds) == (1, 2, False)
+    assert "trace KTH-SP2: 0.91 [0.89, 0.93]" in grows.text and "trace NASA-iPSC: 1.00 (deterministic) (x)" in grows.text
