@@ -472,16 +472,18 @@ def all_of(*measures: Measure) -> Measure:
     """One claim made of several comparisons (one sentence naming several baselines): every
     setting of every part counts, and the claim holds only where every part holds."""
 
-    def measure(runs: pd.DataFrame) -> Verdict:
-        verdicts = [m(runs) for m in measures]
-        return Verdict(
-            " | ".join(v.text for v in verdicts),
-            sum(v.held for v in verdicts),
-            sum(v.settings for v in verdicts),
-            all(v.holds for v in verdicts),
-        )
+    return lambda runs: _joined([m(runs) for m in measures])
 
-    return measure
+
+def _joined(verdicts: Sequence[Verdict]) -> Verdict:
+    """Several parts' verdicts as one claim's: every part's settings count, and it holds only
+    where every part holds."""
+    return Verdict(
+        " | ".join(v.text for v in verdicts),
+        sum(v.held for v in verdicts),
+        sum(v.settings for v in verdicts),
+        all(v.holds for v in verdicts),
+    )
 
 
 def level_ratio(
@@ -514,12 +516,7 @@ def level_ratio(
             compare_levels = ratio_below(*levels, scope=scope, worse=worse, by=by, column=axis)
             verdict = compare_levels(mine)
             verdicts.append(Verdict(f"{policy}: {verdict.text}", verdict.held, verdict.settings, verdict.holds))
-        return Verdict(
-            " | ".join(v.text for v in verdicts),
-            sum(v.held for v in verdicts),
-            sum(v.settings for v in verdicts),
-            all(v.holds for v in verdicts),
-        )
+        return _joined(verdicts)
 
     return measure
 
