@@ -600,4 +600,3 @@ def most_migrations(stated: float, tolerance: float) -> Measure:
         return Verdict("; ".join(parts), sum(within), len(within), range_holds(estimates, stated, tolerance))
 
     return measure
-

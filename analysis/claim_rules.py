@@ -192,7 +192,6 @@ def threshold_holds(
     return bool(near) and all(near) and not any(far)
 
 
-
 # -- estimates: paired ratios, deterministic settings ----------------------------------------
 
 

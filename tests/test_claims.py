@@ -596,8 +596,17 @@ def test_a_growing_advantage_is_read_per_setting_of_by_on_any_column():
                 rows.append({**base, "policy.embedder": "adaba", "accept_rate": 0.5 * ratio})
     runs = pd.DataFrame(rows)
     grows = gain_shrinks(
-        "workload.load", 0.5, 0.9, "adaba", "oktopus", "accept_rate", column="policy.embedder", by="workload.trace",
+        "workload.load",
+        0.5,
+        0.9,
+        "adaba",
+        "oktopus",
+        "accept_rate",
+        column="policy.embedder",
+        by="workload.trace",
         defaults=False,
     )(runs)
     assert (grows.held, grows.settings, grows.holds) == (1, 2, False)
-    assert "trace KTH-SP2: 0.91 [0.89, 0.93]" in grows.text and "trace NASA-iPSC: 1.00 (deterministic) (x)" in grows.text
+    assert (
+        "trace KTH-SP2: 0.91 [0.89, 0.93]" in grows.text and "trace NASA-iPSC: 1.00 (deterministic) (x)" in grows.text
+    )
