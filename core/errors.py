@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 __all__ = [
     "TiersweepError",
     "SpecError",
@@ -10,6 +13,7 @@ __all__ = [
     "PolicyError",
     "PlatformError",
     "first_line",
+    "refuse_unknown_keys",
 ]
 
 
@@ -44,3 +48,11 @@ class PolicyError(TiersweepError, RuntimeError):
 class PlatformError(TiersweepError, RuntimeError):
     """A platform reported something impossible (a rate outside [0, 1], the wrong number of
     units held): a bug in the platform; the message names it."""
+
+
+def refuse_unknown_keys(given: Mapping[str, Any], valid: Sequence[str], path: str = "") -> None:
+    """Raise :class:`SpecError` for the first key of ``given`` not in ``valid``, naming its key
+    path (``path.key``, or ``key`` at the top) and listing ``valid`` in the order given."""
+    for key in given:
+        if key not in valid:
+            raise SpecError(f"{path + '.' if path else ''}{key}: unknown key; valid keys: {', '.join(valid)}")

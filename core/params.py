@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpecError
+from .errors import SpecError, refuse_unknown_keys
 
 __all__ = [
     "Param",
@@ -75,10 +75,7 @@ def validate_params(
         raise SpecError(f"{path}: expected a mapping, got {given!r}")
     fixed = fixed or {}
     out = dict(fixed)
-    for key in given:
-        if key not in fixed and key not in params:
-            valid = ", ".join(sorted([*fixed, *params]))
-            raise SpecError(f"{path}.{key}: unknown key; valid keys: {valid}")
+    refuse_unknown_keys(given, sorted([*fixed, *params]), path)
     for key, param in params.items():
         value = given.get(key)
         out[key] = param.default if value is None else param.validate(f"{path}.{key}", value)

@@ -22,7 +22,7 @@ from typing import Any
 
 from .capabilities import pair_problem
 from .engine import ENGINE_PARAMS
-from .errors import SpecError
+from .errors import SpecError, refuse_unknown_keys
 from .params import (
     Param,
     Section,
@@ -272,9 +272,7 @@ def plan_run(spec: Mapping[str, Any]) -> RunPlan:
     """
     if not isinstance(spec, Mapping):
         raise SpecError(f"spec: expected a mapping, got {type(spec).__name__}")
-    for key in spec:
-        if key not in SPEC_SECTIONS:
-            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(SPEC_SECTIONS)}")
+    refuse_unknown_keys(spec, SPEC_SECTIONS)
     given_workload = spec.get("workload")
     if given_workload is None:
         raise SpecError("workload: missing; give workload.trace (an SWF file) or workload.model")

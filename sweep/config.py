@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import SpecError
+from ..core.errors import SpecError, refuse_unknown_keys
 from ..core.params import MAX_SEED
 from ..core.spec import canonical_key, plan_run, set_key
 from ..core.workloads.swf import not_a_regular_file
@@ -230,9 +230,7 @@ def check_header(raw: Any, keys: tuple[str, ...], source: str) -> tuple[str, Map
     fit for a folder name and a ``base`` run spec; return the name and the base."""
     if not isinstance(raw, Mapping):
         raise SpecError(f"{source}: expected a mapping, got {type(raw).__name__}")
-    for key in raw:
-        if key not in keys:
-            raise SpecError(f"{key}: unknown key; valid keys: {', '.join(keys)}")
+    refuse_unknown_keys(raw, keys)
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise SpecError(f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import SpecError
+from ..core.errors import SpecError, refuse_unknown_keys
 from ..core.spec import canonical_key
 
 __all__ = ["Factor", "Design", "parse_design", "METHODS", "DIGITS"]
@@ -208,9 +208,7 @@ def _factor(path: str, key: str, given: Any) -> Factor:
     if not isinstance(given, Mapping):
         expected = "{low: L, high: H[, log: true][, integer: true]} or {choices: [...]}"
         raise SpecError(f"{path}: expected {expected}, got {given!r}")
-    for name in given:
-        if name not in _FACTOR_KEYS:
-            raise SpecError(f"{path}.{name}: unknown key; valid keys: {', '.join(_FACTOR_KEYS)}")
+    refuse_unknown_keys(given, _FACTOR_KEYS, path)
     if "choices" in given:
         if set(given) != {"choices"}:
             raise SpecError(f"{path}: give either choices or a range (low, high), not both")
@@ -244,9 +242,7 @@ def parse_design(raw: Any, seen: set[str]) -> Design:
     """
     if not isinstance(raw, Mapping):
         raise SpecError(f"sample: expected a mapping with method, n and params, got {raw!r}")
-    for name in raw:
-        if name not in _KEYS:
-            raise SpecError(f"sample.{name}: unknown key; valid keys: {', '.join(_KEYS)}")
+    refuse_unknown_keys(raw, _KEYS, "sample")
     method = raw.get("method")
     if method not in METHODS:
         raise SpecError(f"sample.method: expected one of {', '.join(METHODS)}, got {method!r}")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import SpecError
+from ..core.errors import SpecError, refuse_unknown_keys
 from ..core.plan import RunPlan
 from ..core.spec import canonical_key, plan_run, set_key
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
@@ -284,9 +284,7 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         sampler = {"name": sampler}
     if not isinstance(sampler, Mapping):
         raise SpecError(f"sampler: expected {{name: ..., seed: ...}}, got {sampler!r}")
-    for key in sampler:
-        if key not in ("name", "seed"):
-            raise SpecError(f"sampler.{key}: unknown key; valid keys: name, seed")
+    refuse_unknown_keys(sampler, ("name", "seed"), "sampler")
     sampler_name = sampler.get("name", "tpe")
     if sampler_name not in SAMPLERS:
         raise SpecError(f"sampler.name: unknown value {sampler_name!r}; valid choices: {', '.join(SAMPLERS)}")
@@ -303,9 +301,8 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     study = raw.get("study") or {}
     if not isinstance(study, Mapping):
         raise SpecError("study: expected {name: ..., storage: ...}")
+    refuse_unknown_keys(study, ("name", "storage"), "study")
     for key in study:
-        if key not in ("name", "storage"):
-            raise SpecError(f"study.{key}: unknown key; valid keys: name, storage")
         if study[key] is not None and not isinstance(study[key], str):
             raise SpecError(f"study.{key}: expected a string, got {study[key]!r}")
     config = TuneConfig(
