@@ -80,8 +80,6 @@ def _by_signal(seconds: float) -> Iterator[None]:
 def _by_thread(seconds: float) -> Iterator[None]:
     target = threading.get_ident()
     lock = threading.Lock()
-    done = False
-
     ended = threading.Event()
 
     def expire() -> None:
@@ -89,7 +87,7 @@ def _by_thread(seconds: float) -> Iterator[None]:
             return
         while True:
             with lock:  # (never once the block has ended: the exception would land elsewhere)
-                if done:
+                if ended.is_set():
                     return
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(CellTimeout))
             if ended.wait(REPEAT_SECONDS):
@@ -101,5 +99,4 @@ def _by_thread(seconds: float) -> Iterator[None]:
         yield
     finally:
         with lock:
-            done = True
-        ended.set()
+            ended.set()
