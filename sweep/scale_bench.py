@@ -4,6 +4,8 @@ Machines differ by 2-3x in speed, so every figure that matters is a ratio taken 
 run: the project against the bare textbook EASY loop (``../shared/bench/textbook_easy.py``) on
 the same uncompressed log, both as whole processes; consolidation against EASY on the same jobs
 in the same process. Peak memory is each child process's own maximum resident set (``wait4``).
+Each case is stopped past :data:`CASE_CPU_SECONDS` of its own CPU time, so that a loaded machine
+slows a case down without cutting it off.
 
 Cases (each names its target, printed beside the measurement):
 
@@ -24,9 +26,11 @@ Cases (each names its target, printed beside the measurement):
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,24 +58,43 @@ CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
 CTC = "CTC-SP2-1996-3.1-cln.swf.gz"
 HPC2N = "HPC2N-2002-2.2-cln.swf.gz"
-#: Seconds a single case may take before it is reported as not finished.
-CASE_TIMEOUT = 900.0
+#: CPU seconds a single case may use before it is reported as not finished: its own work, so
+#: that a case on a machine shared with other processes is not cut off for waiting its turn.
+CASE_CPU_SECONDS = 900.0
+#: Wall seconds after which a case is stopped whatever its CPU use (a case stuck waiting).
+CASE_WALL_SECONDS = 4 * CASE_CPU_SECONDS
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One whole-process run: wall seconds and peak resident memory (MB), or a timeout."""
+    """One whole-process run: wall seconds, peak resident memory (MB) and the CPU seconds the
+    process used, or a run stopped at its limit (``finished`` False)."""
 
     seconds: float
     peak_mb: float
     finished: bool = True
+    cpu_seconds: float = 0.0
 
 
-def measure_process(command: list[str], timeout: float = CASE_TIMEOUT) -> Measurement:
-    """Run ``command`` (output discarded) and measure its wall time and its own peak RSS."""
+def _limit_cpu(seconds: float) -> None:
+    """In the child, before it runs: the kernel stops it (SIGXCPU) past ``seconds`` of CPU."""
+    import resource
+
+    whole = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (whole, whole + 5))
+
+
+def measure_process(
+    command: list[str], cpu_limit: float = CASE_CPU_SECONDS, wall_limit: float = CASE_WALL_SECONDS
+) -> Measurement:
+    """Run ``command`` (output discarded) and measure its wall time, CPU time and its own peak
+    RSS; it is stopped, and reported not finished, past ``cpu_limit`` seconds of its own CPU
+    time (enforced by the kernel: RLIMIT_CPU) or ``wall_limit`` seconds of wall time."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = started + timeout
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=lambda: _limit_cpu(cpu_limit)
+    )
+    deadline = started + wall_limit
     while True:
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
@@ -79,14 +102,20 @@ def measure_process(command: list[str], timeout: float = CASE_TIMEOUT) -> Measur
         if time.perf_counter() > deadline:
             child.kill()
             _, status, usage = os.wait4(child.pid, 0)
-            return Measurement(time.perf_counter() - started, usage.ru_maxrss / 1024, finished=False)
+            return Measurement(time.perf_counter() - started, usage.ru_maxrss / 1024, False, _cpu(usage))
         time.sleep(0.02)
     elapsed = time.perf_counter() - started
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+        return Measurement(elapsed, usage.ru_maxrss / 1024, False, _cpu(usage))
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         error = child.stderr.read().decode(errors="replace") if child.stderr else ""
         raise TiersweepError(f"benchmark command failed ({child.returncode}): {' '.join(command)}\n{error[-2000:]}")
-    return Measurement(elapsed, usage.ru_maxrss / 1024)
+    return Measurement(elapsed, usage.ru_maxrss / 1024, cpu_seconds=_cpu(usage))
+
+
+def _cpu(usage: Any) -> float:
+    return float(usage.ru_utime + usage.ru_stime)
 
 
 def _spec_file(folder: Path, name: str, spec: dict[str, Any]) -> Path:
@@ -97,8 +126,8 @@ def _spec_file(folder: Path, name: str, spec: dict[str, Any]) -> Path:
     return path
 
 
-def _run(spec: Path, timeout: float = CASE_TIMEOUT) -> Measurement:
-    return measure_process([sys.executable, "-m", "tiersweep", "run", str(spec), "--json"], timeout)
+def _run(spec: Path) -> Measurement:
+    return measure_process([sys.executable, "-m", "tiersweep", "run", str(spec), "--json"])
 
 
 def _bare(reference: Path, log: Path, processors: int, folder: Path) -> Measurement:
@@ -157,15 +186,15 @@ class CaseResult:
     cpu_seconds: float = 0.0
 
 
-def measure_case(spec: dict[str, Any], folder: Path, name: str, timeout: float = CASE_TIMEOUT) -> CaseResult:
+def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float = CASE_CPU_SECONDS) -> CaseResult:
     """Run ``spec`` in a fresh process (:func:`_simulation_child`) and measure it."""
     import json
 
     out = folder / f"{name}.out.json"
     command = [sys.executable, "-m", "tiersweep.sweep.scale_bench", str(_spec_file(folder, name, spec)), str(out)]
-    process = measure_process(command, timeout)
+    process = measure_process(command, cpu_limit)
     if not process.finished:
-        return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False)
+        return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False, cpu_seconds=process.cpu_seconds)
     child = json.loads(out.read_text(encoding="utf-8"))
     return CaseResult(
         child["seconds"],
@@ -281,7 +310,10 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 else:
                     result = measure_case({**base, "policy": {"name": policy}}, tmp, f"case{number}-{policy}")
                 if not result.finished:
-                    print(f"    {policy:<54} not finished in {result.seconds:.0f} s ({result.peak_mb:,.0f} MB)")
+                    print(
+                        f"    {policy:<54} not finished: stopped at {result.cpu_seconds:.0f} CPU s "
+                        f"({result.seconds:.0f} s wall, {result.peak_mb:,.0f} MB)"
+                    )
                     continue
                 cpu = result.cpu_seconds
                 ratio = cpu / easy.cpu_seconds if easy.finished and easy.cpu_seconds else float("nan")
@@ -431,7 +463,7 @@ def scale_bench_command(traces: str, reference: str, quick: bool = False) -> int
         value = (
             f"{amcbf.seconds / easy.seconds:.2f}x, {amcbf.peak_mb:,.0f} MB"
             if amcbf.finished
-            else f"not finished in {amcbf.seconds:.0f} s"
+            else f"not finished: stopped at {amcbf.cpu_seconds:.0f} CPU s"
         )
         _row(
             f"Lublin 100,000 jobs, 10,000 nodes x 2 (whole process, {amcbf.seconds:.0f} s vs {easy.seconds:.1f} s)",

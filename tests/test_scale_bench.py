@@ -39,3 +39,25 @@ def test_the_cases_are_the_issue_s_and_quick_is_small():
     quick = tiered_cases(Path("/traces"), quick=True)
     assert len(quick) < len(full) and all(spec["workload"].get("jobs", 0) <= 2_000 for _, spec, _, _ in quick)
     assert core_path() in ("compiled", "python")
+
+
+def test_a_case_is_limited_by_its_own_cpu_seconds_not_by_the_wall_clock():
+    # On a shared machine a case waits for the CPU: a child that mostly waits must not be cut
+    # off by a limit meant for its work, while one that spins past its CPU budget is.
+    import sys
+
+    from tiersweep.sweep.scale_bench import measure_process
+
+    waiting = measure_process([sys.executable, "-c", "import time; time.sleep(2.5)"], cpu_limit=1.0, wall_limit=60.0)
+    assert waiting.finished and waiting.seconds >= 2.5 and waiting.cpu_seconds < 1.0
+    spinning = measure_process([sys.executable, "-c", "while True: pass"], cpu_limit=1.0, wall_limit=60.0)
+    assert not spinning.finished and 0.9 <= spinning.cpu_seconds < 10.0  # (the kernel counts in ticks)
+
+
+def test_a_case_past_its_wall_limit_is_stopped_even_when_idle():
+    import sys
+
+    from tiersweep.sweep.scale_bench import measure_process
+
+    stuck = measure_process([sys.executable, "-c", "import time; time.sleep(60)"], cpu_limit=30.0, wall_limit=1.0)
+    assert not stuck.finished and stuck.seconds < 30.0
