@@ -913,7 +913,7 @@ cdef class _Run:
         return self.el_count if t == 1 else self.lower_counts[t]
 
     cdef i64 background_room(self) noexcept:
-        """The most eligible nodes of any background tier (NodeVms: 0, no background start)."""
+        """The most eligible nodes of any background tier (0: no background start possible)."""
         cdef Py_ssize_t t
         cdef i64 room = self.el_count
         for t in range(2, self.policy_tiers):
