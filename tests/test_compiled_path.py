@@ -251,8 +251,9 @@ def test_what_the_whole_run_does_not_cover_runs_the_python_loop_and_says_why(mon
     ],
     ids=["migration", "migration-process-scope", "accuracy-0.5", "accuracy-0-prior", "heavy-cpu", "threshold-0.5"],
 )
-def test_whole_run_options_are_identical_on_both_paths(monkeypatch, policy, options):
-    spec = _trace_spec("KTH-SP2-1996-2.1-cln.swf.gz", 400, 100, policy, 2)
+@pytest.mark.parametrize("tiers", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_whole_run_options_are_identical_on_both_paths(monkeypatch, policy, options, tiers):
+    spec = _trace_spec("KTH-SP2-1996-2.1-cln.swf.gz", 400, 100, policy, tiers)
     for section, values in options.items():
         if section == "policy" and policy in ("cmbf", "ambf"):
             continue  # (no background threshold)
@@ -333,8 +334,9 @@ def test_generated_small_workloads_are_identical_on_both_paths(
 @pytest.mark.parametrize(
     ("log", "jobs", "nodes"), [("CTC-SP2-1996-3.1-cln.swf.gz", 5000, 320), ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, 128)]
 )
-def test_whole_run_on_real_logs_is_identical_on_both_paths(monkeypatch, log, jobs, nodes, policy):
-    spec = _trace_spec(log, jobs, nodes, policy, 2)
+@pytest.mark.parametrize("tiers", [2, 3])
+def test_whole_run_on_real_logs_is_identical_on_both_paths(monkeypatch, log, jobs, nodes, policy, tiers):
+    spec = _trace_spec(log, jobs, nodes, policy, tiers)
     spec["platform"]["migration_cost"] = 10.0
     _assert_identical(*_both_paths(monkeypatch, spec), f"{log} {policy}")
 
