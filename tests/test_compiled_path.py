@@ -218,9 +218,7 @@ def test_idle_set_kernels_keep_the_same_stack(monkeypatch, nodes, steps):
 WHOLE_RUN_POLICIES = ("cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reasy")
 
 
-@pytest.mark.parametrize(
-    ("policy", "tiers"), [(p, t) for p in WHOLE_RUN_POLICIES for t in (*TIERED_POLICIES[p], 4, 6)]
-)
+@pytest.mark.parametrize(("policy", "tiers"), [(p, t) for p in WHOLE_RUN_POLICIES for t in (*TIERED_POLICIES[p], 4, 6)])
 def test_the_tiered_policies_run_compiled_whole_on_any_number_of_tiers(monkeypatch, policy, tiers):
     _require_compiled()
     spec = _model_spec("lublin03", 60, 16, policy, tiers, seed=2)
