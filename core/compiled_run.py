@@ -1,7 +1,7 @@
 """The compiled whole run: which runs it takes, and running them.
 
 For the consolidation family (CMBF, AMBF, CMCBF, AMCBF, SMCBF), KEASY and REASY on the ``nodes``
-platform with one or two tiers, the event loop, the policy's passes and the platform's state run compiled together
+platform with any number of tiers, the event loop, the policy's passes and the platform's state run compiled together
 (``core/platforms/_tiered_run.pyx``), then write their results back into the jobs and the
 engine, so that the same Python code builds the job records and metrics. Anything it does not
 implement runs the Python loop instead (:func:`why_not`), never a different model.
@@ -29,7 +29,7 @@ _MODULE = "tiersweep.core.platforms._tiered_run"
 WHOLE_RUN = "compiled whole run"
 #: The policies it covers (by registry name; the classes are checked too).
 _POLICIES = frozenset({"cmbf", "ambf", "cmcbf", "amcbf", "smcbf", "keasy", "reasy"})
-_PLATFORM = "the compiled whole run covers the nodes platform with one or two tiers"
+_PLATFORM = "the compiled whole run covers the nodes platform keeping node ids (any number of tiers)"
 
 
 class WholeRunEngine(Protocol):
@@ -90,7 +90,7 @@ def why_not(engine: WholeRunEngine) -> str | None:
     )
     if not (consolidation or two_tier_easy):
         return f"the compiled whole run does not cover policy {policy.name!r}"
-    if type(platform) is not Nodes or platform.tiers > 2 or platform._free is not None:
+    if type(platform) is not Nodes or platform._free is not None:
         return _PLATFORM
     if engine.observer is not None or engine.segments is not None:
         return "an observer or recorded segments need the Python loop"

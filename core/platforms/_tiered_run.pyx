@@ -6,7 +6,7 @@ A line-by-line transcription of :meth:`tiersweep.core.engine.Engine.run` driving
 :class:`~tiersweep.core.policies.consolidation.NodeVms` resource model, or
 :class:`~tiersweep.core.policies.two_tier_easy.TwoTierEasy` (KEASY, REASY, planning on the jobs'
 estimates) with :class:`~tiersweep.core.policies.two_tier_easy.TieredVms`, on
-:class:`~tiersweep.core.platforms.nodes.Nodes` (one or two tiers): the event heap, the queue,
+:class:`~tiersweep.core.platforms.nodes.Nodes` (any number of tiers): the event heap, the queue,
 the policy's indexes, the platform's per-VM state and its rate re-computation live in C arrays,
 and a decision is applied where the Python policy yields it, so every state the policy reads is
 the one the Python run would show it. The floating-point operations are the reference's, in
@@ -16,7 +16,10 @@ jobs' fields and the engine's counters are written back, so that the same Python
 the job records and metrics. ``tests/test_compiled_path.py`` compares both runs bit for bit.
 
 :func:`run` is called only for what :mod:`tiersweep.core.compiled_run` accepts; everything
-else (observers, segments, other policies, platforms or tier counts) runs the Python loop.
+else (observers, segments, other policies or platforms) runs the Python loop. One or two tiers
+take specialised rate and index code (the two-tier loop of ``Nodes.rate_changes``); more tiers
+take the general one (``Nodes._bulk_rate_changes``, one index of eligible nodes per background
+tier), each transcribing the reference the Python run takes for that tier count.
 """
 
 from cpython.exc cimport PyErr_CheckSignals
@@ -436,6 +439,12 @@ cdef class _Run:
     cdef double* fg_key  # (their keys)
     cdef double* el_key
     cdef i64 fg_count, el_count
+    # More than two tiers: the eligible nodes of background tiers 2 .. k-1 (el_rank holds tier 1's),
+    # one index per tier (by tier; None below 2), their members per tier, and the rate pass's scratch.
+    cdef list lower_ranks
+    cdef i64* lower_counts
+    cdef i64* k_changes
+    cdef double* k_rates
     # -- dirty nodes since the last rate computation
     cdef i64* dirty
     cdef Py_ssize_t n_dirty, n_small_dirty
@@ -497,6 +506,7 @@ cdef class _Run:
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
+        free(self.lower_counts); free(self.k_changes); free(self.k_rates)
 
     # -- set-up ----------------------------------------------------------------------------------
     cdef int setup(self, object engine, double floor) except -1:
@@ -572,6 +582,18 @@ cdef class _Run:
         self.el_rank = _Ranked(nodes, 0.0 if self.policy_tiers > 1 and 0.0 < self.threshold else INFINITY)
         self.fg_key = self.fg_rank.keys
         self.el_key = self.el_rank.keys
+        self.lower_ranks = [None, None]
+        self.lower_counts = <i64*>calloc(self.k + 1, sizeof(i64))
+        if self.lower_counts == NULL:
+            raise MemoryError()
+        for i in range(2, self.policy_tiers):
+            self.lower_ranks.append(_Ranked(nodes, 0.0 if 0.0 < self.threshold else INFINITY))
+            self.lower_counts[i] = nodes if 0.0 < self.threshold else 0
+        if self.k > 2:
+            self.k_changes = <i64*>malloc((vms + 1) * sizeof(i64))
+            self.k_rates = <double*>malloc((vms + 1) * sizeof(double))
+            if self.k_changes == NULL or self.k_rates == NULL:
+                raise MemoryError()
         self.dirty = <i64*>malloc(nodes * sizeof(i64))
         self.dirty_mark = <char*>calloc(nodes, 1)
         self.small_mark = <char*>calloc(nodes, 1)
@@ -827,6 +849,9 @@ cdef class _Run:
     cdef inline void refresh_node(self, i64 node) noexcept:
         cdef Py_ssize_t k = self.k, base = node * k
         cdef double key, above
+        if k > 2:
+            self.refresh_node_k(node)
+            return
         if self.vm_job[base] >= 0:
             key = INFINITY
         elif k == 2:
@@ -844,6 +869,65 @@ cdef class _Run:
                 self.el_count += 1 if key != INFINITY else -1
             if self.el_key[node] != key:
                 self.el_rank.set(node, key)
+
+    cdef void refresh_node_k(self, i64 node) noexcept:
+        """:meth:`refresh_node` with more than two tiers: the load of a node's tiers summed tier by
+        tier from 0 (NodeVms._load), one eligibility index per background tier."""
+        cdef Py_ssize_t k = self.k, base = node * k, t
+        cdef double key, load = 0.0
+        if self.vm_job[base] >= 0:
+            key = INFINITY
+        else:
+            for t in range(1, k):
+                load = load + self.vm_est[base + t]
+            key = load
+        if (self.fg_key[node] == INFINITY) != (key == INFINITY):
+            self.fg_count += 1 if key != INFINITY else -1
+        if self.fg_key[node] != key:
+            self.fg_rank.set(node, key)
+        load = 0.0
+        for t in range(1, self.policy_tiers):
+            load = load + self.vm_est[base + t - 1]  # of the tiers above
+            key = load if self.vm_job[base + t] < 0 and load < self.threshold else INFINITY
+            self.set_eligible(t, node, key)
+
+    cdef inline void set_eligible(self, Py_ssize_t t, i64 node, double key) noexcept:
+        cdef _Ranked rank
+        if t == 1:
+            if (self.el_key[node] == INFINITY) != (key == INFINITY):
+                self.el_count += 1 if key != INFINITY else -1
+            if self.el_key[node] != key:
+                self.el_rank.set(node, key)
+            return
+        rank = <_Ranked>self.lower_ranks[t]
+        if (rank.keys[node] == INFINITY) != (key == INFINITY):
+            self.lower_counts[t] += 1 if key != INFINITY else -1
+        if rank.keys[node] != key:
+            rank.set(node, key)
+
+    cdef inline _Ranked eligible(self, Py_ssize_t t):
+        """The index of the nodes eligible for background tier ``t``."""
+        return self.el_rank if t == 1 else <_Ranked>self.lower_ranks[t]
+
+    cdef inline i64 eligible_count(self, Py_ssize_t t) noexcept:
+        return self.el_count if t == 1 else self.lower_counts[t]
+
+    cdef i64 background_room(self) noexcept:
+        """The most eligible nodes of any background tier (0: no background start possible)."""
+        cdef Py_ssize_t t
+        cdef i64 room = self.el_count
+        for t in range(2, self.policy_tiers):
+            if self.lower_counts[t] > room:
+                room = self.lower_counts[t]
+        return room
+
+    cdef int background_tier(self, i64 size) noexcept:
+        """The first background tier with ``size`` eligible nodes, or -1 (TieredVms.background_tier)."""
+        cdef Py_ssize_t t
+        for t in range(1, self.policy_tiers):
+            if size <= self.eligible_count(t):
+                return <int>t
+        return -1
 
     # -- the platform (Nodes.start / release and the two-tier rate loop) ----------------------------
     cdef inline void mark_dirty(self, i64 node, bint small) noexcept:
@@ -989,6 +1073,8 @@ cdef class _Run:
         cdef i64* stale = self.scratch_stale
         cdef char* mark = self.node_mark
         cdef bint sorted_overflow, wide_change = False
+        if self.k > 2:
+            return self.apply_rate_changes_k()
         self.rates_dirty = False
         if n_dirty == 0:
             return 0
@@ -1133,6 +1219,167 @@ cdef class _Run:
             for item in touched:
                 self.overflow_node(<i64>item, &total)
         self.overflow_rate = total if total > 1e-12 else 0.0
+        return 0
+
+    cdef int apply_rate_changes_k(self) except -1:
+        """Nodes._bulk_rate_changes (more than two tiers) and Engine._apply_rate_changes: the touched
+        nodes in node order, their new factors drawn node by node and tier by tier, then the tiers
+        from the foreground down, each re-rating the jobs on the nodes it touched; a job whose rate
+        changed adds its nodes to those the tiers below re-rate."""
+        cdef Py_ssize_t i, p, t, s, k = self.k, n = self.n_nodes, n_dirty = self.n_dirty
+        cdef Py_ssize_t n_stale, n_affected, n_changes = 0, first
+        cdef i64 node, base, vm, occupant, above, index
+        cdef double used, idle, need, r
+        cdef bint higher_busy
+        cdef i64* dirty = self.dirty
+        cdef i64* stale = self.scratch_stale
+        cdef i64* affected = self.scratch_jobs
+        cdef i64* changes = self.k_changes
+        cdef double* change_rates = self.k_rates
+        cdef char* mark = self.node_mark
+        self.rates_dirty = False
+        if n_dirty == 0:
+            return 0
+        _sort_marked(dirty, n_dirty, self.dirty_mark, n)
+        try:
+            # Nodes._draw_factors: a foreground process sharing its node gets a new overhead, a
+            # background process below a busy tier a new efficiency (each kind from its own stream,
+            # in node order, then tier order: the order of the reference's batched draws).
+            for i in range(n_dirty):
+                base = dirty[i] * k
+                higher_busy = False
+                for t in range(1, k):
+                    if self.vm_job[base + t] >= 0:
+                        higher_busy = True
+                        break
+                if self.vm_job[base] >= 0:
+                    self.factor[base] = self.draw_overhead() if higher_busy else 0.0
+                higher_busy = self.vm_job[base] >= 0
+                for t in range(1, k):
+                    occupant = self.vm_job[base + t]
+                    if occupant < 0:
+                        continue
+                    if higher_busy:
+                        if not self.paper_eff:
+                            self.factor[base + t] = self.fixed_eff
+                        elif self.per_job:
+                            self.factor[base + t] = self.job_eff[occupant]
+                        else:
+                            self.factor[base + t] = self.draw_eff(self.size[occupant])
+                    higher_busy = True
+            n_stale = n_dirty
+            for i in range(n_dirty):
+                stale[i] = dirty[i]
+                mark[dirty[i]] = 1
+            for t in range(k):
+                n_affected = 0
+                for i in range(n_stale):
+                    base = stale[i] * k
+                    vm = base + t
+                    occupant = self.vm_job[vm]
+                    if occupant < 0:
+                        continue
+                    affected[n_affected] = occupant
+                    n_affected += 1
+                    if t == 0:
+                        self.prate[vm] = 1.0 - self.factor[vm]
+                        continue
+                    # The CPU the higher tiers consume, summed tier by tier.
+                    used = 0.0
+                    higher_busy = False
+                    for s in range(t):
+                        above = self.vm_job[base + s]
+                        if above >= 0:
+                            used = used + self.cpu[base + s] * self.prate_job[above]
+                            higher_busy = True
+                    if not higher_busy:
+                        self.prate[vm] = 1.0
+                        continue
+                    idle = 1.0 - used
+                    if idle < self.floor:
+                        idle = self.floor
+                    need = self.cpu[vm]
+                    self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
+                if n_affected == 0:
+                    continue
+                n_affected = _distinct_sorted(affected, n_affected, self.job_mark)
+                first = n_changes
+                n_changes = self.rerate(affected, n_affected, changes, change_rates, n_changes)
+                if t == k - 1:
+                    continue
+                # Their consumption changed on all their nodes: the tiers below re-rate there.
+                for i in range(first, n_changes):
+                    index = changes[i]
+                    for p in range(self.size[index]):
+                        node = self.nodes[index][p]
+                        if not mark[node]:
+                            mark[node] = 1
+                            stale[n_stale] = node
+                            n_stale += 1
+            # The overflow of every node whose use may have changed (the touched ones and those of
+            # the jobs re-rated), in node order.
+            for i in range(n_changes):
+                index = changes[i]
+                for p in range(self.size[index]):
+                    node = self.nodes[index][p]
+                    if not mark[node]:
+                        mark[node] = 1
+                        stale[n_stale] = node
+                        n_stale += 1
+            _sort_marked(stale, n_stale, mark, n)
+            for i in range(n_stale):
+                mark[stale[i]] = 0
+            self.update_overflow_k(stale, n_stale)
+            self.apply_job_rates(changes, change_rates, n_changes)
+        finally:
+            for i in range(n_dirty):
+                self.dirty_mark[dirty[i]] = 0
+                self.small_mark[dirty[i]] = 0
+            self.n_dirty = 0
+            self.n_small_dirty = 0
+            self.dirty_bulk = False
+        return 0
+
+    cdef void update_overflow_k(self, i64* nodes, Py_ssize_t n) noexcept:
+        """Nodes._update_overflow_bulk on ``nodes`` (sorted): each node's use summed tier by tier,
+        the changes of its excess over 1 added to the total one node at a time, in node order."""
+        cdef Py_ssize_t i, t, k = self.k
+        cdef i64 base, occupant
+        cdef double total = self.overflow_rate, used, excess, delta
+        cdef bint changed = False
+        for i in range(n):
+            base = nodes[i] * k
+            used = 0.0
+            for t in range(k):
+                occupant = self.vm_job[base + t]
+                if occupant >= 0:
+                    used = used + self.cpu[base + t] * self.prate_job[occupant]
+            excess = used - 1.0 if used > 1.0 else 0.0
+            delta = excess - self.overflow[nodes[i]]
+            self.overflow[nodes[i]] = excess
+            if delta != 0.0:
+                total = total + delta
+                changed = True
+        if changed:
+            self.overflow_rate = total if total > 1e-12 else 0.0
+
+    cdef int apply_job_rates(self, i64* changes, double* rates, Py_ssize_t n) except -1:
+        """Engine._apply_rate_changes: the jobs whose platform rate changed, in order."""
+        cdef Py_ssize_t i
+        cdef i64 index
+        cdef double r
+        for i in range(n):
+            index = changes[i]
+            r = rates[i]
+            if self.restoring[index]:
+                self.restore_rate[index] = r
+                continue
+            if r == self.rate[index]:
+                continue
+            self.bring_up_to_date(index)
+            self.rate[index] = r
+            self.version[index] += 1
+            self.schedule_finish(index)
         return 0
 
     # -- the engine's transitions --------------------------------------------------------------------
@@ -1418,10 +1665,37 @@ cdef class _Run:
         cdef Py_ssize_t p
         if self.policy_tiers < 2:
             return -1
+        if self.k > 2:
+            return self.free_lower_tier_k(j)
         for p in range(self.size[j]):
             if self.vm_job[self.nodes[j][p] * self.k + 1] >= 0 or not (0.0 < self.threshold):
                 return -1
         return 1
+
+    cdef int free_lower_tier_k(self, i64 j) noexcept:
+        """NodeVms._free_lower_tier with more than two tiers: the highest background tier idle on
+        all of ``j``'s nodes whose tiers between it and the foreground are estimated below the
+        threshold, or -1."""
+        cdef Py_ssize_t p, t, s, k = self.k
+        cdef i64 base
+        cdef double load
+        cdef bint fits
+        for t in range(1, self.policy_tiers):
+            fits = True
+            for p in range(self.size[j]):
+                base = self.nodes[j][p] * k
+                if self.vm_job[base + t] >= 0:
+                    fits = False
+                    break
+                load = 0.0
+                for s in range(1, t):
+                    load = load + self.vm_est[base + s]
+                if not (load < self.threshold):
+                    fits = False
+                    break
+            if fits:
+                return <int>t
+        return -1
 
     cdef int place(self, i64 j, i64* chosen, i64* placement) except -1:
         """NodeVms._place: the processes not yet in ``placement`` (-1) onto ``chosen``, heaviest
@@ -1452,7 +1726,7 @@ cdef class _Run:
     cdef int evictions(self, i64 j, int t, i64* placement) except -1:
         cdef Py_ssize_t p, size = self.size[j], k = self.k, n_victims = 0, s, lower
         cdef i64 node, base, occupant
-        cdef double above
+        cdef double above, others
         cdef i64* victims
         if t + 1 >= k:
             return 0
@@ -1462,10 +1736,12 @@ cdef class _Run:
         try:
             for p in range(size):
                 base = placement[p] * k
-                above = self.cpu_est[j][p]
+                # The other processes of the tiers above, summed first (as the reference does).
+                others = 0.0
                 for s in range(t):
                     if self.vm_job[base + s] != j:
-                        above = above + self.vm_est[base + s]
+                        others = others + self.vm_est[base + s]
+                above = self.cpu_est[j][p] + others
                 for lower in range(t + 1, k):
                     occupant = self.vm_job[base + lower]
                     if occupant < 0 or occupant == j:
@@ -1521,7 +1797,7 @@ cdef class _Run:
         TieredVms.foreground and TieredVms.background); ``evict``: suspend the jobs of the tiers
         below that its processes would overload."""
         cdef Py_ssize_t p, size = self.size[j]
-        cdef _Ranked rank = self.fg_rank if t == 0 else self.el_rank
+        cdef _Ranked rank = self.fg_rank if t == 0 else self.eligible(t)
         cdef i64* placement = <i64*>malloc((2 * size + 1) * sizeof(i64))
         if placement == NULL:
             raise MemoryError()
@@ -1539,7 +1815,8 @@ cdef class _Run:
 
     cdef int background_phase(self) except -1:
         cdef Py_ssize_t i, n, size
-        cdef i64 j, room = self.el_count
+        cdef i64 j, room = self.background_room()
+        cdef int t
         cdef i64* snapshot
         if room == 0:
             return 0
@@ -1555,9 +1832,10 @@ cdef class _Run:
                 size = self.size[j]
                 if size > room:
                     continue
-                if size <= self.el_count:
-                    self.start_on(j, 1, self.node_mark, True)
-                    room = self.el_count
+                t = self.background_tier(size)
+                if t > 0:
+                    self.start_on(j, t, self.node_mark, True)
+                    room = self.background_room()
                     if room == 0:
                         return 0
         finally:
@@ -1642,7 +1920,7 @@ cdef class _Run:
         finally:
             free(order)
         # Step 3: the queued jobs in background VMs, shortest estimate first.
-        if self.queue_n and self.el_count:
+        if self.queue_n and self.background_room():
             self.background_easy()
         return 0
 
@@ -1736,10 +2014,12 @@ cdef class _Run:
         return 0
 
     cdef int background_easy(self) except -1:
-        """TwoTierEasy._background: queued jobs in the background tier, shortest estimate first
-        (ties by arrival), placed on eligible nodes by the load of the tier above."""
+        """TwoTierEasy._background: queued jobs in the first background tier with room for them,
+        shortest estimate first (ties by arrival), placed on eligible nodes by the load of the tiers
+        above."""
         cdef Py_ssize_t i, n = self.queue_n, size
-        cdef i64 j, room = self.el_count
+        cdef i64 j, room = self.background_room()
+        cdef int t
         cdef KeyNode* queued = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
         if queued == NULL:
             raise MemoryError()
@@ -1751,10 +2031,13 @@ cdef class _Run:
             for i in range(n):
                 j = queued[i].node
                 size = self.size[j]
-                if size > room or size > self.el_count:
+                if size > room:
                     continue
-                self.start_on(j, 1, self.node_mark, False)
-                room = self.el_count
+                t = self.background_tier(size)
+                if t < 0:
+                    continue
+                self.start_on(j, t, self.node_mark, False)
+                room = self.background_room()
                 if room == 0:
                     return 0
         finally:
@@ -1898,7 +2181,7 @@ cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
 
 
 def run(engine, double floor):
-    """Run ``engine`` (a consolidation policy, KEASY or REASY on ``nodes`` with one or two tiers, no observer,
+    """Run ``engine`` (a consolidation policy, KEASY or REASY on ``nodes`` with any number of tiers, no observer,
     no segments) to its end, as :meth:`Engine.run` would; returns the number of jobs left queued
     or running (0 unless the policy got stuck)."""
     cdef _Run state = _Run()
