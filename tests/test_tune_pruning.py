@@ -14,6 +14,7 @@ not from the pruner: which trial is best, every cell's value, which cells were r
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ import pytest
 
 from sweep_helpers import tiny_tune_raw, write_yaml
 from tiersweep.cli import main
+from tiersweep.core.compiled_path import PURE_PYTHON_ENV
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.tune import run_tuning
@@ -177,8 +179,10 @@ def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
     # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
     # child process, as a user would; the next run takes the trial up where it stopped.
     raw = small_raw()
-    # (cells long enough that the trial is still running when the signal lands)
-    raw["base"]["workload"]["jobs"] = 2000
+    # Cells long enough that the trial is still running when the signal lands: the child runs
+    # the Python path (about 0.3 s a cell here), since the compiled one finishes a trial's six
+    # cells of 500 jobs in well under the time it takes to see its reports and signal.
+    raw["base"]["workload"]["jobs"] = 500
     config = write_yaml(tmp_path / "tune.yaml", raw)
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'small' / 'study.db'}"
@@ -188,6 +192,7 @@ def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, PURE_PYTHON_ENV: "1"},
     )
     try:
         deadline = time.monotonic() + 240
