@@ -24,7 +24,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
 DEF FINISH = 0
@@ -651,18 +651,25 @@ cdef class _Run:
         if self.cpu_est[j] != NULL:
             return 0
         cdef Py_ssize_t p, size = self.size[j]
+        cdef const double[::1] view
         job = self.jobs[j]
-        true = job.cpu_true
-        est = job.cpu_est
+        true, est = job.cpu_values()
         cdef double* t = <double*>malloc(size * sizeof(double))
         cdef double* e = <double*>malloc(size * sizeof(double))
         if t == NULL or e == NULL:
             free(t)
             free(e)
             raise MemoryError()
-        for p in range(size):
-            t[p] = true[p]
-            e[p] = est[p]
+        if type(true) is list or type(true) is tuple:
+            for p in range(size):
+                t[p] = true[p]
+                e[p] = est[p]
+        else:
+            # Drawn afresh as float64 arrays (Job.cpu_values): copied whole, no float objects.
+            view = true
+            memcpy(t, &view[0], size * sizeof(double))
+            view = est
+            memcpy(e, &view[0], size * sizeof(double))
         self.cpu_true[j] = t
         self.cpu_est[j] = e
         job.drop_cpu()  # only running jobs hold per-process values
