@@ -420,6 +420,9 @@ cdef class _Run:
     cdef double* restore_rate
     cdef char* needs_restore
     cdef i64** nodes
+    # A wide job's nodes in ascending order (NULL for the others): its per-node passes then
+    # read the per-node arrays in address order instead of at random.
+    cdef i64** by_node
     cdef double** cpu_true
     cdef double** cpu_est
     cdef int** proc_order  # the processes by estimated CPU usage, heaviest first (see place)
@@ -468,15 +471,18 @@ cdef class _Run:
     cdef EstProc* scratch_est
     cdef EstProc* scratch_est_tmp
     cdef char* node_mark
+    cdef int* proc_at  # scratch of start: 1 + the process on each node (0: none)
+    cdef int* node_proc  # scratch of start: the process of each node in by_node order
 
     def __cinit__(self):
         pass
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        if self.nodes != NULL:
+        if self.nodes != NULL and self.by_node != NULL:
             for i in range(self.n_jobs):
                 free(self.nodes[i])
+                free(self.by_node[i])
                 free(self.cpu_true[i])
                 free(self.cpu_est[i])
                 if self.proc_order != NULL:
@@ -493,7 +499,7 @@ cdef class _Run:
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
         free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
-        free(self.node_mark)
+        free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
@@ -556,6 +562,11 @@ cdef class _Run:
         self.restore_rate = <double*>calloc(n + 1, sizeof(double))
         self.needs_restore = <char*>calloc(n + 1, 1)
         self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
+        self.by_node = <i64**>calloc(n + 1, sizeof(i64*))
+        self.proc_at = <int*>calloc(nodes + 1, sizeof(int))
+        self.node_proc = <int*>malloc((nodes + 1) * sizeof(int))
+        if self.by_node == NULL or self.proc_at == NULL or self.node_proc == NULL:
+            raise MemoryError()
         self.cpu_true = <double**>calloc(n + 1, sizeof(double*))
         self.cpu_est = <double**>calloc(n + 1, sizeof(double*))
         self.proc_order = <int**>calloc(n + 1, sizeof(int*))
@@ -889,13 +900,44 @@ cdef class _Run:
         self.load_overhead()
         return value
 
+    cdef i64* sort_by_node(self, i64 j) except? NULL:
+        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, and their processes into
+        ``node_proc``, if the job is wide enough that reading every node's mark costs less than
+        its own random accesses save; else NULL."""
+        cdef Py_ssize_t p, m = 0, size = self.size[j], node
+        cdef i64* held = self.nodes[j]
+        cdef i64* order
+        cdef int* at = self.proc_at
+        free(self.by_node[j])
+        self.by_node[j] = NULL
+        if size * 16 < self.n_nodes or size < 2:
+            return NULL
+        order = <i64*>malloc(size * sizeof(i64))
+        if order == NULL:
+            raise MemoryError()
+        for p in range(size):
+            at[held[p]] = <int>p + 1
+        for node in range(self.n_nodes):
+            if at[node]:
+                order[m] = node
+                self.node_proc[m] = at[node] - 1
+                at[node] = 0
+                m += 1
+        self.by_node[j] = order
+        return order
+
+    cdef inline i64* node_walk(self, i64 j) noexcept:
+        """Job ``j``'s nodes in the order that reads memory best (each once; not process order)."""
+        return self.by_node[j] if self.by_node[j] != NULL else self.nodes[j]
+
     cdef double platform_start(self, i64 j, int t, i64* placement) except? -2.0:
-        cdef Py_ssize_t p, size = self.size[j], k = self.k
+        cdef Py_ssize_t i, p, size = self.size[j], k = self.k
         cdef i64 node, vm
         cdef double* true
         cdef double* est
         cdef bint small = size < self.bulk_from
         cdef i64* held = <i64*>malloc(size * sizeof(i64))
+        cdef i64* order
         if held == NULL:
             raise MemoryError()
         if t == 0:
@@ -906,9 +948,10 @@ cdef class _Run:
             held[p] = placement[p]
         free(self.nodes[j])
         self.nodes[j] = held
-        for p in range(size):
-            self.vm_job[held[p] * k + t] = j
+        order = self.sort_by_node(j)
         if k == 1:
+            for p in range(size):
+                self.vm_job[held[p] * k + t] = j
             for p in range(size):
                 self.refresh_node(held[p])
             return 1.0
@@ -916,9 +959,15 @@ cdef class _Run:
         true = self.cpu_true[j]
         est = self.cpu_est[j]
         # (One pass: a job holds one VM of a node, so each node's state is its own.)
-        for p in range(size):
-            node = held[p]
+        for i in range(size):
+            if order != NULL:
+                node = order[i]
+                p = self.node_proc[i]
+            else:
+                node = held[i]
+                p = i
             vm = node * k + t
+            self.vm_job[vm] = j
             self.cpu[vm] = true[p]
             self.vm_est[vm] = est[p]
             self.mark_dirty(node, small)
@@ -935,7 +984,7 @@ cdef class _Run:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef int t = self.tier[j]
         cdef i64 vm
-        cdef i64* held = self.nodes[j]
+        cdef i64* held = self.node_walk(j)
         cdef bint small = size < self.bulk_from
         for p in range(size):
             vm = held[p] * k + t
@@ -944,6 +993,8 @@ cdef class _Run:
             self.refresh_node(held[p])
             if k > 1:
                 self.mark_dirty(held[p], small)
+        free(self.by_node[j])
+        self.by_node[j] = NULL
         if t == 0:
             self.free0 += size
         else:
@@ -957,7 +1008,7 @@ cdef class _Run:
     cdef double slowest(self, i64 j) noexcept:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef int t = self.tier[j]
-        cdef i64* held = self.nodes[j]
+        cdef i64* held = self.node_walk(j)
         cdef double r = self.prate[held[0] * k + t], q
         for p in range(1, size):
             q = self.prate[held[p] * k + t]
@@ -994,6 +1045,7 @@ cdef class _Run:
         cdef i64* changes = self.scratch_nodes
         cdef double* change_rates
         cdef i64* stale = self.scratch_stale
+        cdef i64* held
         cdef char* mark = self.node_mark
         cdef bint sorted_overflow, wide_change = False
         self.rates_dirty = False
@@ -1028,8 +1080,9 @@ cdef class _Run:
             # A foreground job whose rate changed re-rates the background of all its nodes.
             for i in range(n_changes):
                 index = changes[i]
+                held = self.node_walk(index)
                 for p in range(self.size[index]):
-                    node = self.nodes[index][p]
+                    node = held[p]
                     bgj = self.vm_job[2 * node + 1]
                     if bgj >= 0:
                         affected_bg[n_bg] = bgj
@@ -1105,6 +1158,7 @@ cdef class _Run:
         cdef Py_ssize_t i, p, m = 0
         cdef i64 node, j
         cdef i64* nodes
+        cdef i64* held
         cdef char* mark = self.node_mark
         if in_node_order:
             nodes = <i64*>malloc((self.n_nodes + 1) * sizeof(i64))
@@ -1118,8 +1172,9 @@ cdef class _Run:
                     m += 1
             for i in range(n_changes):
                 j = changes[i]
+                held = self.node_walk(j)
                 for p in range(self.size[j]):
-                    node = self.nodes[j][p]
+                    node = held[p]
                     if not mark[node]:
                         mark[node] = 1
                         nodes[m] = node
