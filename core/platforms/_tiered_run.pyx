@@ -24,7 +24,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memcpy, memmove
+from libc.string cimport memcpy, memmove, memset
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
 DEF FINISH = 0
@@ -139,6 +139,68 @@ cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil:
         k += 1
 
 
+DEF RADIX_BITS = 11
+DEF RADIX = 1 << RADIX_BITS
+DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
+DEF RADIX_FROM = 256  # fewer pairs: the merge sort
+
+
+cdef bint _radix_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* counts) noexcept nogil:
+    """Sort ``a[:n]`` by ``(key, node)`` (``tmp``: room for ``n``; ``counts``: for
+    ``RADIX_PASSES * RADIX``), least significant digit first: a non-negative double's bits
+    order as its value, so the pair is one 97-bit number. A digit that every pair shares costs
+    no pass. Returns False, leaving ``a`` as it was, if a key is negative or not a number."""
+    cdef Py_ssize_t i, d, total, at
+    cdef unsigned long long bits
+    cdef unsigned long long digit
+    cdef unsigned int* c
+    cdef KeyNode* src = a
+    cdef KeyNode* dst = tmp
+    cdef KeyNode* swap
+    memset(counts, 0, RADIX_PASSES * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if not (a[i].key >= 0.0):
+            return False
+        bits = _key_bits(a[i].key)
+        for d in range(3):
+            counts[d * RADIX + ((<unsigned long long>a[i].node >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+        for d in range(6):
+            counts[(3 + d) * RADIX + ((bits >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(RADIX_PASSES):
+        c = counts + d * RADIX
+        if c[_digit(&src[0], d)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = _digit(&src[i], d)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        memcpy(a, src, n * sizeof(KeyNode))
+    return True
+
+
+cdef inline unsigned long long _key_bits(double key) noexcept nogil:
+    cdef unsigned long long bits
+    if key == 0.0:
+        return 0  # -0.0 too
+    memcpy(&bits, &key, sizeof(double))
+    return bits
+
+
+cdef inline unsigned long long _digit(KeyNode* x, Py_ssize_t d) noexcept nogil:
+    if d < 3:
+        return (<unsigned long long>x.node >> (d * RADIX_BITS)) & (RADIX - 1)
+    return (_key_bits(x.key) >> ((d - 3) * RADIX_BITS)) & (RADIX - 1)
+
+
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
     """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
     (quickselect, the pivot a median of three; the pairs are distinct)."""
@@ -195,7 +257,8 @@ cdef class _Ranked:
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
-    cdef KeyNode* tmp  # scratch of the merge sort
+    cdef KeyNode* tmp  # scratch of the sorts
+    cdef unsigned int* counts  # scratch of the radix sort
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
@@ -211,6 +274,9 @@ cdef class _Ranked:
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
         self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
+        if self.counts == NULL:
+            raise MemoryError()
         if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
                 or self.dirty_blocks == NULL or self.frontier == NULL):
             raise MemoryError()
@@ -234,6 +300,7 @@ cdef class _Ranked:
         free(self.dirty_blocks)
         free(self.frontier)
         free(self.tmp)
+        free(self.counts)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -363,7 +430,8 @@ cdef class _Ranked:
         if m > count:
             _select(found, m, count)
             m = count
-        _merge_sort(found, m, self.tmp)
+        if m < RADIX_FROM or not _radix_sort(found, m, self.tmp, self.counts):
+            _merge_sort(found, m, self.tmp)
         for i in range(m):
             out[i] = found[i].node
         return m
