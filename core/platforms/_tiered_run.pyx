@@ -36,6 +36,9 @@ DEF QUEUED = 1
 DEF RUNNING = 2
 DEF FINISHED = 3
 
+# A job of at least this many processes keeps a min tree over its processes' rates (two tiers).
+DEF TREE_FROM = 64
+
 DEF HEAD = 1
 DEF ALL = 0
 DEF STARVED = 2
@@ -199,6 +202,14 @@ cdef inline unsigned long long _digit(KeyNode* x, Py_ssize_t d) noexcept nogil:
     if d < 3:
         return (<unsigned long long>x.node >> (d * RADIX_BITS)) & (RADIX - 1)
     return (_key_bits(x.key) >> ((d - 3) * RADIX_BITS)) & (RADIX - 1)
+
+
+cdef inline i64 _log2(i64 n) noexcept nogil:
+    cdef i64 bits = 0
+    while n > 1:
+        n >>= 1
+        bits += 1
+    return bits
 
 
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
@@ -491,6 +502,15 @@ cdef class _Run:
     # A wide job's nodes in ascending order (NULL for the others): its per-node passes then
     # read the per-node arrays in address order instead of at random.
     cdef i64** by_node
+    # A wide job's processes' rates in a min tree (two tiers; NULL for the others), leaves in
+    # node_walk order, so that its slowest process costs no scan of all of them: ``tree[1]``
+    # once the leaves written since its last read (``tree_pending``; ``tree_n_pending`` -1:
+    # all of them) are pulled up.
+    cdef double** tree
+    cdef i64* tree_leaves
+    cdef int** tree_pending
+    cdef i64* tree_n_pending
+    cdef int* vm_leaf  # per VM: its leaf in its job's tree
     cdef double** cpu_true
     cdef double** cpu_est
     cdef int** proc_order  # the processes by estimated CPU usage, heaviest first (see place)
@@ -547,10 +567,12 @@ cdef class _Run:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        if self.nodes != NULL and self.by_node != NULL:
+        if self.nodes != NULL and self.by_node != NULL and self.tree != NULL and self.tree_pending != NULL:
             for i in range(self.n_jobs):
                 free(self.nodes[i])
                 free(self.by_node[i])
+                free(self.tree[i])
+                free(self.tree_pending[i])
                 free(self.cpu_true[i])
                 free(self.cpu_est[i])
                 if self.proc_order != NULL:
@@ -568,6 +590,8 @@ cdef class _Run:
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
         free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
         free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
+        free(self.tree); free(self.tree_leaves); free(self.tree_pending); free(self.tree_n_pending)
+        free(self.vm_leaf)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
@@ -634,6 +658,14 @@ cdef class _Run:
         self.proc_at = <int*>calloc(nodes + 1, sizeof(int))
         self.node_proc = <int*>malloc((nodes + 1) * sizeof(int))
         if self.by_node == NULL or self.proc_at == NULL or self.node_proc == NULL:
+            raise MemoryError()
+        self.tree = <double**>calloc(n + 1, sizeof(double*))
+        self.tree_pending = <int**>calloc(n + 1, sizeof(int*))
+        self.tree_leaves = <i64*>calloc(n + 1, sizeof(i64))
+        self.tree_n_pending = <i64*>calloc(n + 1, sizeof(i64))
+        self.vm_leaf = <int*>calloc(nodes * self.k + 1, sizeof(int))
+        if (self.tree == NULL or self.tree_pending == NULL or self.tree_leaves == NULL
+                or self.tree_n_pending == NULL or self.vm_leaf == NULL):
             raise MemoryError()
         self.cpu_true = <double**>calloc(n + 1, sizeof(double*))
         self.cpu_est = <double**>calloc(n + 1, sizeof(double*))
@@ -1038,8 +1070,11 @@ cdef class _Run:
             self.vm_job[vm] = j
             self.cpu[vm] = true[p]
             self.vm_est[vm] = est[p]
+            self.vm_leaf[vm] = <int>i
             self.mark_dirty(node, small)
             self.refresh_node(node)
+        if k == 2 and size >= TREE_FROM:
+            self.tree_start(j, t)
         if not small:
             self.dirty_bulk = True
         self.prate_job[j] = 0.0
@@ -1063,6 +1098,10 @@ cdef class _Run:
                 self.mark_dirty(held[p], small)
         free(self.by_node[j])
         self.by_node[j] = NULL
+        free(self.tree[j])
+        free(self.tree_pending[j])
+        self.tree[j] = NULL
+        self.tree_pending[j] = NULL
         if t == 0:
             self.free0 += size
         else:
@@ -1073,11 +1112,84 @@ cdef class _Run:
             self.dirty_bulk = True
         self.rates_dirty = True
 
+    cdef int tree_start(self, i64 j, int t) except -1:
+        """A min tree over the rates of the just started ``j``'s processes (leaves in node_walk
+        order; all of them pulled up at its first read)."""
+        cdef Py_ssize_t i, size = self.size[j], leaves = 1
+        cdef i64* held = self.node_walk(j)
+        cdef double* tree
+        while leaves < size:
+            leaves *= 2
+        free(self.tree[j])
+        free(self.tree_pending[j])
+        self.tree_pending[j] = NULL
+        tree = self.tree[j] = <double*>malloc(2 * leaves * sizeof(double))
+        if tree == NULL:
+            raise MemoryError()
+        for i in range(size):
+            tree[leaves + i] = self.prate[held[i] * 2 + t]
+        for i in range(leaves + size, 2 * leaves):
+            tree[i] = INFINITY
+        self.tree_leaves[j] = leaves
+        self.tree_n_pending[j] = -1
+        return 0
+
+    cdef inline void set_prate(self, i64 vm, double value) noexcept:
+        """``prate[vm] = value``, noted in the tree of the VM's job if it keeps one."""
+        cdef i64 j = self.vm_job[vm], n
+        cdef double* tree
+        self.prate[vm] = value
+        tree = self.tree[j]
+        if tree == NULL:
+            return
+        tree[self.tree_leaves[j] + self.vm_leaf[vm]] = value
+        n = self.tree_n_pending[j]
+        if n < 0:
+            return
+        if self.tree_pending[j] == NULL:
+            self.tree_pending[j] = <int*>malloc(self.size[j] * sizeof(int))
+            if self.tree_pending[j] == NULL:
+                self.tree_n_pending[j] = -1  # (then pulled up whole)
+                return
+        if n * _log2(self.tree_leaves[j]) >= self.tree_leaves[j]:
+            self.tree_n_pending[j] = -1  # cheaper to pull every node up
+            return
+        self.tree_pending[j][n] = self.vm_leaf[vm]
+        self.tree_n_pending[j] = n + 1
+
+    cdef double tree_min(self, i64 j) noexcept:
+        """The least rate of ``j``'s processes, from its tree."""
+        cdef double* tree = self.tree[j]
+        cdef i64 leaves = self.tree_leaves[j], n = self.tree_n_pending[j], i, at
+        cdef double a, b, low
+        if n < 0:
+            for at in range(leaves - 1, 0, -1):
+                a = tree[2 * at]
+                b = tree[2 * at + 1]
+                tree[at] = b if b < a else a
+        else:
+            for i in range(n):
+                at = (leaves + self.tree_pending[j][i]) >> 1
+                while at:
+                    a = tree[2 * at]
+                    b = tree[2 * at + 1]
+                    low = b if b < a else a
+                    if tree[at] == low:
+                        break
+                    tree[at] = low
+                    at >>= 1
+        self.tree_n_pending[j] = 0
+        return tree[1]
+
     cdef double slowest(self, i64 j) noexcept:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef int t = self.tier[j]
-        cdef i64* held = self.node_walk(j)
-        cdef double r = self.prate[held[0] * k + t], q
+        cdef i64* held
+        cdef double r, q
+        if self.tree[j] != NULL:
+            return self.tree_min(j)
+        held = self.node_walk(j)
+        r = self.prate[held[0] * k + t]
         for p in range(1, size):
             q = self.prate[held[p] * k + t]
             if q < r:
@@ -1137,7 +1249,7 @@ cdef class _Run:
                     n_fg += 1
                     f = self.draw_overhead() if bgj >= 0 else 0.0
                     self.factor[2 * node] = f
-                    self.prate[2 * node] = 1.0 - f
+                    self.set_prate(2 * node, 1.0 - f)
                 if bgj >= 0:
                     affected_bg[n_bg] = bgj
                     n_bg += 1
@@ -1168,13 +1280,13 @@ cdef class _Run:
                 fgj = self.vm_job[2 * node]
                 vm = 2 * node + 1
                 if fgj < 0:
-                    self.prate[vm] = 1.0
+                    self.set_prate(vm, 1.0)
                     continue
                 idle = 1.0 - self.cpu[2 * node] * self.prate_job[fgj]
                 if idle < self.floor:
                     idle = self.floor
                 need = self.cpu[vm]
-                self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
+                self.set_prate(vm, self.factor[vm] * (1.0 if idle >= need else idle / need))
             n_bg = _distinct_sorted(affected_bg, n_bg, self.job_mark)
             n_changes = self.rerate(affected_bg, n_bg, changes, change_rates, n_changes)
             for i in range(n_changes):
