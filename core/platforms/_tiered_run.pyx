@@ -190,6 +190,44 @@ cdef bint _radix_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* coun
     return True
 
 
+cdef bint _radix_sort_est(EstProc* a, Py_ssize_t n, EstProc* tmp, unsigned int* counts) noexcept nogil:
+    """Sort ``a[:n]``, in process order, heaviest estimate first, ties in process order (the
+    merge sort's order): stable passes over the estimate's complemented bits. ``counts``: room
+    for ``6 * RADIX``. Returns False, leaving ``a`` as it was, if an estimate is negative or not
+    a number."""
+    cdef Py_ssize_t i, d, total, at
+    cdef unsigned long long digit
+    cdef unsigned int* c
+    cdef EstProc* src = a
+    cdef EstProc* dst = tmp
+    cdef EstProc* swap
+    memset(counts, 0, 6 * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if not (a[i].est >= 0.0):
+            return False
+        for d in range(6):
+            counts[d * RADIX + ((~_key_bits(a[i].est) >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(6):
+        c = counts + d * RADIX
+        if c[(~_key_bits(src[0].est) >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = (~_key_bits(src[i].est) >> (d * RADIX_BITS)) & (RADIX - 1)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        memcpy(a, src, n * sizeof(EstProc))
+    return True
+
+
 cdef inline unsigned long long _key_bits(double key) noexcept nogil:
     cdef unsigned long long bits
     if key == 0.0:
@@ -558,6 +596,7 @@ cdef class _Run:
     cdef i64* scratch_stale
     cdef EstProc* scratch_est
     cdef EstProc* scratch_est_tmp
+    cdef unsigned int* counts  # scratch of the radix sort
     cdef char* node_mark
     cdef int* proc_at  # scratch of start: 1 + the process on each node (0: none)
     cdef int* node_proc  # scratch of start: the process of each node in by_node order
@@ -588,7 +627,7 @@ cdef class _Run:
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
-        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
+        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp); free(self.counts)
         free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
         free(self.tree); free(self.tree_leaves); free(self.tree_pending); free(self.tree_n_pending)
         free(self.vm_leaf)
@@ -700,7 +739,8 @@ cdef class _Run:
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
         self.scratch_est_tmp = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
-        if self.scratch_est_tmp == NULL:
+        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
+        if self.scratch_est_tmp == NULL or self.counts == NULL:
             raise MemoryError()
         self.node_mark = <char*>calloc(nodes + 1, 1)
         self.pin_mark = <char*>calloc(nodes + 1, 1)
@@ -1680,7 +1720,10 @@ cdef class _Run:
             for p in range(size):
                 procs[p].est = self.cpu_est[j][p]
                 procs[p].process = p
-            if size > 1:
+            if size >= RADIX_FROM:
+                if not _radix_sort_est(procs, size, self.scratch_est_tmp, self.counts):
+                    _merge_sort(procs, size, self.scratch_est_tmp)
+            elif size > 1:
                 _merge_sort(procs, size, self.scratch_est_tmp)
             for p in range(size):
                 order[p] = <int>procs[p].process
