@@ -511,7 +511,7 @@ cdef class _Run:
     cdef object overhead_draws, eff_draws
     # The overhead stream's buffered uniforms, read here; its position is written back to the
     # stream's buffer before the stream itself is called and at the end of the run.
-    cdef list ov_items
+    cdef const double[::1] ov_values
     cdef Py_ssize_t ov_position, ov_length
     cdef object ov_buffer
     # -- per job
@@ -1022,23 +1022,22 @@ cdef class _Run:
 
     cdef void load_overhead(self):
         buffer = self.ov_buffer
-        self.ov_items = buffer._items
+        self.ov_values = buffer.values
         self.ov_position = buffer.position
-        self.ov_length = PyList_GET_SIZE(self.ov_items) if self.ov_items is not None else 0
+        self.ov_length = self.ov_values.shape[0]
 
     cdef double draw_overhead(self) except? -1.0:
-        # BufferedDraws.uniform, read straight from its buffered list while that holds values.
+        # BufferedDraws.uniform, read straight from its buffered array (no float objects).
         cdef double value
         if not self.overhead_max:
             return 0.0
-        if self.ov_position < self.ov_length:
-            value = _item(self.ov_items, self.ov_position)
-            self.ov_position += 1
-            return 0.0 + (self.overhead_max - 0.0) * value
-        self.ov_buffer.position = self.ov_position
-        value = self.overhead_draws.uniform(0.0, self.overhead_max)
-        self.load_overhead()
-        return value
+        if self.ov_position == self.ov_length:
+            self.ov_buffer.position = self.ov_position
+            self.overhead_draws.refill_uniform()
+            self.load_overhead()
+        value = self.ov_values[self.ov_position]
+        self.ov_position += 1
+        return 0.0 + (self.overhead_max - 0.0) * value
 
     cdef i64* sort_by_node(self, i64 j) except? NULL:
         """Job ``j``'s nodes in ascending order, into ``by_node[j]``, and their processes into
