@@ -2141,6 +2141,61 @@ cdef class _Run:
         return 0
 
 
+cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
+    """Sort ``values[:n]`` ascending: a few by insertion, more (ids in ``0 .. 2 ** 33``) in a
+    radix sort, else by qsort."""
+    cdef Py_ssize_t i, j, d, total, at
+    cdef i64 x
+    cdef unsigned long long digit
+    cdef unsigned int counts[3 * RADIX]
+    cdef unsigned int* c
+    cdef i64* src = values
+    cdef i64* dst
+    cdef i64* swap
+    cdef i64* tmp
+    if n <= 32:
+        for i in range(1, n):
+            x = values[i]
+            j = i - 1
+            while j >= 0 and values[j] > x:
+                values[j + 1] = values[j]
+                j -= 1
+            values[j + 1] = x
+        return
+    tmp = <i64*>malloc(n * sizeof(i64))
+    if tmp == NULL:
+        qsort(values, n, sizeof(i64), _cmp_i64)
+        return
+    dst = tmp
+    memset(counts, 0, 3 * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if values[i] < 0 or values[i] >= (<i64>1 << (3 * RADIX_BITS)):
+            free(tmp)
+            qsort(values, n, sizeof(i64), _cmp_i64)
+            return
+        for d in range(3):
+            counts[d * RADIX + ((values[i] >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(3):
+        c = counts + d * RADIX
+        if c[(src[0] >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = (src[i] >> (d * RADIX_BITS)) & (RADIX - 1)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != values:
+        memcpy(values, src, n * sizeof(i64))
+    free(tmp)
+
+
 cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
     """:func:`_sort_unique` through a mark per value (all clear before and after): the repeats
     go first, so a wide job named once per node costs one pass, not a sort of every copy."""
@@ -2153,7 +2208,7 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
     for i in range(kept):
         mark[values[i]] = 0
     if kept > 1:
-        qsort(values, kept, sizeof(i64), _cmp_i64)
+        _sort_i64(values, kept)
     return kept
 
 
@@ -2162,7 +2217,7 @@ cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) no
     them are read off the marks in order (linear), few are sorted."""
     cdef Py_ssize_t i, m = 0
     if n * 16 < top:
-        qsort(values, n, sizeof(i64), _cmp_i64)
+        _sort_i64(values, n)
         return
     for i in range(top):
         if mark[i]:
