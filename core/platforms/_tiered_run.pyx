@@ -2215,14 +2215,27 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
 cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
     """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
     them are read off the marks in order (linear), few are sorted."""
-    cdef Py_ssize_t i, m = 0
+    cdef Py_ssize_t i = 0, m = 0, last
+    cdef unsigned long long word
     if n * 16 < top:
         _sort_i64(values, n)
         return
-    for i in range(top):
-        if mark[i]:
+    # Eight marks at a time while they are all clear; else one by one, without branches (a
+    # mark is as good as random), until the ``n`` are read.
+    while m < n and i < top:
+        last = top
+        if i + 8 <= top:
+            memcpy(&word, mark + i, 8)
+            if word == 0:
+                i += 8
+                continue
+            last = i + 8
+        while i < last:
             values[m] = i
-            m += 1
+            m += mark[i] != 0
+            i += 1
+            if m == n:
+                return
 
 
 cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
