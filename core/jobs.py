@@ -28,6 +28,10 @@ class CpuSource(Protocol):
         """The true and estimated usage of the ``size`` processes whose draws start at ``offset``."""
         ...
 
+    def materialize_arrays(self, offset: int, size: int) -> tuple[Sequence[float], Sequence[float]]:
+        """:meth:`materialize` as float64 arrays (the same values), for a compiled copy."""
+        ...
+
 
 class Job:
     """One rigid parallel job.
@@ -266,6 +270,13 @@ class Job:
         log that is megabytes instead of gigabytes. Values set by hand are kept."""
         if self._cpu_draws is not None:
             self._cpu_true = self._cpu_est = None
+
+    def cpu_values(self) -> tuple[Sequence[float], Sequence[float]]:
+        """``(cpu_true, cpu_est)`` for one read by a copier (the compiled run): values drawn
+        lazily come as fresh float64 arrays and are not kept on the job; others as held."""
+        if self._cpu_true is None and self._cpu_draws is not None:
+            return self._cpu_draws.materialize_arrays(self._cpu_offset, self.size)
+        return self.cpu_true, self.cpu_est
 
     def _materialize_cpu(self) -> None:
         if self._cpu_draws is not None:

@@ -185,3 +185,16 @@ def test_an_estimate_set_by_hand_survives_the_end_of_a_run_segment():
     job.cpu_est = [0.5] * 4
     job.drop_cpu()
     assert job.cpu_est == [0.5] * 4 and job.cpu_true == drawn
+
+
+@pytest.mark.parametrize(("accuracy", "guess"), [(1.0, "draw"), (0.6, "draw"), (0.3, "prior")])
+def test_values_for_a_copier_are_the_lazy_lists_bit_for_bit_and_not_kept(accuracy, guess):
+    sizes = [1, 5, 300, 2]
+    jobs = workload(sizes)
+    annotate_cpu(jobs, seed=5, accuracy=accuracy, guess=guess)
+    for job in jobs:
+        true, est = job.cpu_values()
+        if job.size > 1:
+            assert job._cpu_true is None  # drawn for the copier alone
+        assert np.asarray(true).tobytes() == np.array(job.cpu_true).tobytes()
+        assert np.asarray(est).tobytes() == np.array(job.cpu_est).tobytes()

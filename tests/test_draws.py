@@ -63,3 +63,16 @@ def test_batched_draws_equal_single_draws_and_the_reference(seed, batches, singl
     # Every truncated draw lies in its interval and the streams end in the same place.
     assert batched.truncated_normal(*NORMAL) == reference.truncated_normal(*NORMAL) == single.truncated_normal(*NORMAL)
     assert batched.uniform(*UNIFORM) == reference.uniform(*UNIFORM) == single.uniform(*UNIFORM)
+
+
+def test_a_reader_of_the_refilled_uniform_buffer_sees_the_single_draws():
+    single, read = BufferedDraws(7, "x"), BufferedDraws(7, "x")
+    expected = [single.uniform(0.0, 1.0) for _ in range(2 * BLOCK + 5)]
+    got = []
+    for _ in range(2 * BLOCK + 5):
+        read.refill_uniform()
+        buffer = read._uniform
+        got.append(float(buffer.values[buffer.position]))
+        buffer.position += 1
+    assert got == expected
+    assert read.uniform(0.0, 1.0) == single.uniform(0.0, 1.0)  # both streams left in one place

@@ -27,7 +27,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove, memset
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
 DEF FINISH = 0
@@ -38,6 +38,9 @@ DEF PENDING = 0
 DEF QUEUED = 1
 DEF RUNNING = 2
 DEF FINISHED = 3
+
+# A job of at least this many processes keeps a min tree over its processes' rates (two tiers).
+DEF TREE_FROM = 64
 
 DEF HEAD = 1
 DEF ALL = 0
@@ -142,6 +145,114 @@ cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil:
         k += 1
 
 
+DEF RADIX_BITS = 11
+DEF RADIX = 1 << RADIX_BITS
+DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
+DEF RADIX_FROM = 256  # fewer pairs: the merge sort
+
+
+cdef bint _radix_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* counts) noexcept nogil:
+    """Sort ``a[:n]`` by ``(key, node)`` (``tmp``: room for ``n``; ``counts``: for
+    ``RADIX_PASSES * RADIX``), least significant digit first: a non-negative double's bits
+    order as its value, so the pair is one 97-bit number. A digit that every pair shares costs
+    no pass. Returns False, leaving ``a`` as it was, if a key is negative or not a number."""
+    cdef Py_ssize_t i, d, total, at
+    cdef unsigned long long bits
+    cdef unsigned long long digit
+    cdef unsigned int* c
+    cdef KeyNode* src = a
+    cdef KeyNode* dst = tmp
+    cdef KeyNode* swap
+    memset(counts, 0, RADIX_PASSES * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if not (a[i].key >= 0.0):
+            return False
+        bits = _key_bits(a[i].key)
+        for d in range(3):
+            counts[d * RADIX + ((<unsigned long long>a[i].node >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+        for d in range(6):
+            counts[(3 + d) * RADIX + ((bits >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(RADIX_PASSES):
+        c = counts + d * RADIX
+        if c[_digit(&src[0], d)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = _digit(&src[i], d)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        memcpy(a, src, n * sizeof(KeyNode))
+    return True
+
+
+cdef bint _radix_sort_est(EstProc* a, Py_ssize_t n, EstProc* tmp, unsigned int* counts) noexcept nogil:
+    """Sort ``a[:n]``, in process order, heaviest estimate first, ties in process order (the
+    merge sort's order): stable passes over the estimate's complemented bits. ``counts``: room
+    for ``6 * RADIX``. Returns False, leaving ``a`` as it was, if an estimate is negative or not
+    a number."""
+    cdef Py_ssize_t i, d, total, at
+    cdef unsigned long long digit
+    cdef unsigned int* c
+    cdef EstProc* src = a
+    cdef EstProc* dst = tmp
+    cdef EstProc* swap
+    memset(counts, 0, 6 * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if not (a[i].est >= 0.0):
+            return False
+        for d in range(6):
+            counts[d * RADIX + ((~_key_bits(a[i].est) >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(6):
+        c = counts + d * RADIX
+        if c[(~_key_bits(src[0].est) >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = (~_key_bits(src[i].est) >> (d * RADIX_BITS)) & (RADIX - 1)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        memcpy(a, src, n * sizeof(EstProc))
+    return True
+
+
+cdef inline unsigned long long _key_bits(double key) noexcept nogil:
+    cdef unsigned long long bits
+    if key == 0.0:
+        return 0  # -0.0 too
+    memcpy(&bits, &key, sizeof(double))
+    return bits
+
+
+cdef inline unsigned long long _digit(KeyNode* x, Py_ssize_t d) noexcept nogil:
+    if d < 3:
+        return (<unsigned long long>x.node >> (d * RADIX_BITS)) & (RADIX - 1)
+    return (_key_bits(x.key) >> ((d - 3) * RADIX_BITS)) & (RADIX - 1)
+
+
+cdef inline i64 _log2(i64 n) noexcept nogil:
+    cdef i64 bits = 0
+    while n > 1:
+        n >>= 1
+        bits += 1
+    return bits
+
+
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
     """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
     (quickselect, the pivot a median of three; the pairs are distinct)."""
@@ -198,7 +309,8 @@ cdef class _Ranked:
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
-    cdef KeyNode* tmp  # scratch of the merge sort
+    cdef KeyNode* tmp  # scratch of the sorts
+    cdef unsigned int* counts  # scratch of the radix sort
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
@@ -214,6 +326,9 @@ cdef class _Ranked:
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
         self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
+        if self.counts == NULL:
+            raise MemoryError()
         if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
                 or self.dirty_blocks == NULL or self.frontier == NULL):
             raise MemoryError()
@@ -237,6 +352,7 @@ cdef class _Ranked:
         free(self.dirty_blocks)
         free(self.frontier)
         free(self.tmp)
+        free(self.counts)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -366,7 +482,8 @@ cdef class _Ranked:
         if m > count:
             _select(found, m, count)
             m = count
-        _merge_sort(found, m, self.tmp)
+        if m < RADIX_FROM or not _radix_sort(found, m, self.tmp, self.counts):
+            _merge_sort(found, m, self.tmp)
         for i in range(m):
             out[i] = found[i].node
         return m
@@ -397,7 +514,7 @@ cdef class _Run:
     cdef object overhead_draws, eff_draws
     # The overhead stream's buffered uniforms, read here; its position is written back to the
     # stream's buffer before the stream itself is called and at the end of the run.
-    cdef list ov_items
+    cdef const double[::1] ov_values
     cdef Py_ssize_t ov_position, ov_length
     cdef object ov_buffer
     # -- per job
@@ -423,6 +540,18 @@ cdef class _Run:
     cdef double* restore_rate
     cdef char* needs_restore
     cdef i64** nodes
+    # A wide job's nodes in ascending order (NULL for the others): its per-node passes then
+    # read the per-node arrays in address order instead of at random.
+    cdef i64** by_node
+    # A wide job's processes' rates in a min tree (two tiers; NULL for the others), leaves in
+    # node_walk order, so that its slowest process costs no scan of all of them: ``tree[1]``
+    # once the leaves written since its last read (``tree_pending``; ``tree_n_pending`` -1:
+    # all of them) are pulled up.
+    cdef double** tree
+    cdef i64* tree_leaves
+    cdef int** tree_pending
+    cdef i64* tree_n_pending
+    cdef int* vm_leaf  # per VM: its leaf in its job's tree
     cdef double** cpu_true
     cdef double** cpu_est
     cdef int** proc_order  # the processes by estimated CPU usage, heaviest first (see place)
@@ -476,16 +605,22 @@ cdef class _Run:
     cdef i64* scratch_stale
     cdef EstProc* scratch_est
     cdef EstProc* scratch_est_tmp
+    cdef unsigned int* counts  # scratch of the radix sort
     cdef char* node_mark
+    cdef int* proc_at  # scratch of start: 1 + the process on each node (0: none)
+    cdef int* node_proc  # scratch of start: the process of each node in by_node order
 
     def __cinit__(self):
         pass
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        if self.nodes != NULL:
+        if self.nodes != NULL and self.by_node != NULL and self.tree != NULL and self.tree_pending != NULL:
             for i in range(self.n_jobs):
                 free(self.nodes[i])
+                free(self.by_node[i])
+                free(self.tree[i])
+                free(self.tree_pending[i])
                 free(self.cpu_true[i])
                 free(self.cpu_est[i])
                 if self.proc_order != NULL:
@@ -501,8 +636,10 @@ cdef class _Run:
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
-        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp)
-        free(self.node_mark)
+        free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp); free(self.counts)
+        free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
+        free(self.tree); free(self.tree_leaves); free(self.tree_pending); free(self.tree_n_pending)
+        free(self.vm_leaf)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
@@ -566,6 +703,19 @@ cdef class _Run:
         self.restore_rate = <double*>calloc(n + 1, sizeof(double))
         self.needs_restore = <char*>calloc(n + 1, 1)
         self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
+        self.by_node = <i64**>calloc(n + 1, sizeof(i64*))
+        self.proc_at = <int*>calloc(nodes + 1, sizeof(int))
+        self.node_proc = <int*>malloc((nodes + 1) * sizeof(int))
+        if self.by_node == NULL or self.proc_at == NULL or self.node_proc == NULL:
+            raise MemoryError()
+        self.tree = <double**>calloc(n + 1, sizeof(double*))
+        self.tree_pending = <int**>calloc(n + 1, sizeof(int*))
+        self.tree_leaves = <i64*>calloc(n + 1, sizeof(i64))
+        self.tree_n_pending = <i64*>calloc(n + 1, sizeof(i64))
+        self.vm_leaf = <int*>calloc(nodes * self.k + 1, sizeof(int))
+        if (self.tree == NULL or self.tree_pending == NULL or self.tree_leaves == NULL
+                or self.tree_n_pending == NULL or self.vm_leaf == NULL):
+            raise MemoryError()
         self.cpu_true = <double**>calloc(n + 1, sizeof(double*))
         self.cpu_est = <double**>calloc(n + 1, sizeof(double*))
         self.proc_order = <int**>calloc(n + 1, sizeof(int*))
@@ -611,7 +761,8 @@ cdef class _Run:
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
         self.scratch_est = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
         self.scratch_est_tmp = <EstProc*>malloc((nodes + 1) * sizeof(EstProc))
-        if self.scratch_est_tmp == NULL:
+        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
+        if self.scratch_est_tmp == NULL or self.counts == NULL:
             raise MemoryError()
         self.node_mark = <char*>calloc(nodes + 1, 1)
         self.pin_mark = <char*>calloc(nodes + 1, 1)
@@ -673,18 +824,25 @@ cdef class _Run:
         if self.cpu_est[j] != NULL:
             return 0
         cdef Py_ssize_t p, size = self.size[j]
+        cdef const double[::1] view
         job = self.jobs[j]
-        true = job.cpu_true
-        est = job.cpu_est
+        true, est = job.cpu_values()
         cdef double* t = <double*>malloc(size * sizeof(double))
         cdef double* e = <double*>malloc(size * sizeof(double))
         if t == NULL or e == NULL:
             free(t)
             free(e)
             raise MemoryError()
-        for p in range(size):
-            t[p] = true[p]
-            e[p] = est[p]
+        if type(true) is list or type(true) is tuple:
+            for p in range(size):
+                t[p] = true[p]
+                e[p] = est[p]
+        else:
+            # Drawn afresh as float64 arrays (Job.cpu_values): copied whole, no float objects.
+            view = true
+            memcpy(t, &view[0], size * sizeof(double))
+            view = est
+            memcpy(e, &view[0], size * sizeof(double))
         self.cpu_true[j] = t
         self.cpu_est[j] = e
         job.drop_cpu()  # only running jobs hold per-process values
@@ -948,31 +1106,61 @@ cdef class _Run:
 
     cdef void load_overhead(self):
         buffer = self.ov_buffer
-        self.ov_items = buffer._items
+        self.ov_values = buffer.values
         self.ov_position = buffer.position
-        self.ov_length = PyList_GET_SIZE(self.ov_items) if self.ov_items is not None else 0
+        self.ov_length = self.ov_values.shape[0]
 
     cdef double draw_overhead(self) except? -1.0:
-        # BufferedDraws.uniform, read straight from its buffered list while that holds values.
+        # BufferedDraws.uniform, read straight from its buffered array (no float objects).
         cdef double value
         if not self.overhead_max:
             return 0.0
-        if self.ov_position < self.ov_length:
-            value = _item(self.ov_items, self.ov_position)
-            self.ov_position += 1
-            return 0.0 + (self.overhead_max - 0.0) * value
-        self.ov_buffer.position = self.ov_position
-        value = self.overhead_draws.uniform(0.0, self.overhead_max)
-        self.load_overhead()
-        return value
+        if self.ov_position == self.ov_length:
+            self.ov_buffer.position = self.ov_position
+            self.overhead_draws.refill_uniform()
+            self.load_overhead()
+        value = self.ov_values[self.ov_position]
+        self.ov_position += 1
+        return 0.0 + (self.overhead_max - 0.0) * value
+
+    cdef i64* sort_by_node(self, i64 j) except? NULL:
+        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, and their processes into
+        ``node_proc``, if the job is wide enough that reading every node's mark costs less than
+        its own random accesses save; else NULL."""
+        cdef Py_ssize_t p, m = 0, size = self.size[j], node
+        cdef i64* held = self.nodes[j]
+        cdef i64* order
+        cdef int* at = self.proc_at
+        free(self.by_node[j])
+        self.by_node[j] = NULL
+        if size * 16 < self.n_nodes or size < 2:
+            return NULL
+        order = <i64*>malloc(size * sizeof(i64))
+        if order == NULL:
+            raise MemoryError()
+        for p in range(size):
+            at[held[p]] = <int>p + 1
+        for node in range(self.n_nodes):
+            if at[node]:
+                order[m] = node
+                self.node_proc[m] = at[node] - 1
+                at[node] = 0
+                m += 1
+        self.by_node[j] = order
+        return order
+
+    cdef inline i64* node_walk(self, i64 j) noexcept:
+        """Job ``j``'s nodes in the order that reads memory best (each once; not process order)."""
+        return self.by_node[j] if self.by_node[j] != NULL else self.nodes[j]
 
     cdef double platform_start(self, i64 j, int t, i64* placement) except? -2.0:
-        cdef Py_ssize_t p, size = self.size[j], k = self.k
+        cdef Py_ssize_t i, p, size = self.size[j], k = self.k
         cdef i64 node, vm
         cdef double* true
         cdef double* est
         cdef bint small = size < self.bulk_from
         cdef i64* held = <i64*>malloc(size * sizeof(i64))
+        cdef i64* order
         if held == NULL:
             raise MemoryError()
         if t == 0:
@@ -983,9 +1171,10 @@ cdef class _Run:
             held[p] = placement[p]
         free(self.nodes[j])
         self.nodes[j] = held
-        for p in range(size):
-            self.vm_job[held[p] * k + t] = j
+        order = self.sort_by_node(j)
         if k == 1:
+            for p in range(size):
+                self.vm_job[held[p] * k + t] = j
             for p in range(size):
                 self.refresh_node(held[p])
             return 1.0
@@ -993,13 +1182,22 @@ cdef class _Run:
         true = self.cpu_true[j]
         est = self.cpu_est[j]
         # (One pass: a job holds one VM of a node, so each node's state is its own.)
-        for p in range(size):
-            node = held[p]
+        for i in range(size):
+            if order != NULL:
+                node = order[i]
+                p = self.node_proc[i]
+            else:
+                node = held[i]
+                p = i
             vm = node * k + t
+            self.vm_job[vm] = j
             self.cpu[vm] = true[p]
             self.vm_est[vm] = est[p]
+            self.vm_leaf[vm] = <int>i
             self.mark_dirty(node, small)
             self.refresh_node(node)
+        if k == 2 and size >= TREE_FROM:
+            self.tree_start(j, t)
         if not small:
             self.dirty_bulk = True
         self.prate_job[j] = 0.0
@@ -1012,7 +1210,7 @@ cdef class _Run:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef int t = self.tier[j]
         cdef i64 vm
-        cdef i64* held = self.nodes[j]
+        cdef i64* held = self.node_walk(j)
         cdef bint small = size < self.bulk_from
         for p in range(size):
             vm = held[p] * k + t
@@ -1021,6 +1219,12 @@ cdef class _Run:
             self.refresh_node(held[p])
             if k > 1:
                 self.mark_dirty(held[p], small)
+        free(self.by_node[j])
+        self.by_node[j] = NULL
+        free(self.tree[j])
+        free(self.tree_pending[j])
+        self.tree[j] = NULL
+        self.tree_pending[j] = NULL
         if t == 0:
             self.free0 += size
         else:
@@ -1031,11 +1235,84 @@ cdef class _Run:
             self.dirty_bulk = True
         self.rates_dirty = True
 
+    cdef int tree_start(self, i64 j, int t) except -1:
+        """A min tree over the rates of the just started ``j``'s processes (leaves in node_walk
+        order; all of them pulled up at its first read)."""
+        cdef Py_ssize_t i, size = self.size[j], leaves = 1
+        cdef i64* held = self.node_walk(j)
+        cdef double* tree
+        while leaves < size:
+            leaves *= 2
+        free(self.tree[j])
+        free(self.tree_pending[j])
+        self.tree_pending[j] = NULL
+        tree = self.tree[j] = <double*>malloc(2 * leaves * sizeof(double))
+        if tree == NULL:
+            raise MemoryError()
+        for i in range(size):
+            tree[leaves + i] = self.prate[held[i] * 2 + t]
+        for i in range(leaves + size, 2 * leaves):
+            tree[i] = INFINITY
+        self.tree_leaves[j] = leaves
+        self.tree_n_pending[j] = -1
+        return 0
+
+    cdef inline void set_prate(self, i64 vm, double value) noexcept:
+        """``prate[vm] = value``, noted in the tree of the VM's job if it keeps one."""
+        cdef i64 j = self.vm_job[vm], n
+        cdef double* tree
+        self.prate[vm] = value
+        tree = self.tree[j]
+        if tree == NULL:
+            return
+        tree[self.tree_leaves[j] + self.vm_leaf[vm]] = value
+        n = self.tree_n_pending[j]
+        if n < 0:
+            return
+        if self.tree_pending[j] == NULL:
+            self.tree_pending[j] = <int*>malloc(self.size[j] * sizeof(int))
+            if self.tree_pending[j] == NULL:
+                self.tree_n_pending[j] = -1  # (then pulled up whole)
+                return
+        if n * _log2(self.tree_leaves[j]) >= self.tree_leaves[j]:
+            self.tree_n_pending[j] = -1  # cheaper to pull every node up
+            return
+        self.tree_pending[j][n] = self.vm_leaf[vm]
+        self.tree_n_pending[j] = n + 1
+
+    cdef double tree_min(self, i64 j) noexcept:
+        """The least rate of ``j``'s processes, from its tree."""
+        cdef double* tree = self.tree[j]
+        cdef i64 leaves = self.tree_leaves[j], n = self.tree_n_pending[j], i, at
+        cdef double a, b, low
+        if n < 0:
+            for at in range(leaves - 1, 0, -1):
+                a = tree[2 * at]
+                b = tree[2 * at + 1]
+                tree[at] = b if b < a else a
+        else:
+            for i in range(n):
+                at = (leaves + self.tree_pending[j][i]) >> 1
+                while at:
+                    a = tree[2 * at]
+                    b = tree[2 * at + 1]
+                    low = b if b < a else a
+                    if tree[at] == low:
+                        break
+                    tree[at] = low
+                    at >>= 1
+        self.tree_n_pending[j] = 0
+        return tree[1]
+
     cdef double slowest(self, i64 j) noexcept:
         cdef Py_ssize_t p, size = self.size[j], k = self.k
         cdef int t = self.tier[j]
-        cdef i64* held = self.nodes[j]
-        cdef double r = self.prate[held[0] * k + t], q
+        cdef i64* held
+        cdef double r, q
+        if self.tree[j] != NULL:
+            return self.tree_min(j)
+        held = self.node_walk(j)
+        r = self.prate[held[0] * k + t]
         for p in range(1, size):
             q = self.prate[held[p] * k + t]
             if q < r:
@@ -1071,6 +1348,7 @@ cdef class _Run:
         cdef i64* changes = self.scratch_nodes
         cdef double* change_rates
         cdef i64* stale = self.scratch_stale
+        cdef i64* held
         cdef char* mark = self.node_mark
         cdef bint sorted_overflow, wide_change = False
         if self.k > 2:
@@ -1096,7 +1374,7 @@ cdef class _Run:
                     n_fg += 1
                     f = self.draw_overhead() if bgj >= 0 else 0.0
                     self.factor[2 * node] = f
-                    self.prate[2 * node] = 1.0 - f
+                    self.set_prate(2 * node, 1.0 - f)
                 if bgj >= 0:
                     affected_bg[n_bg] = bgj
                     n_bg += 1
@@ -1107,8 +1385,9 @@ cdef class _Run:
             # A foreground job whose rate changed re-rates the background of all its nodes.
             for i in range(n_changes):
                 index = changes[i]
+                held = self.node_walk(index)
                 for p in range(self.size[index]):
-                    node = self.nodes[index][p]
+                    node = held[p]
                     bgj = self.vm_job[2 * node + 1]
                     if bgj >= 0:
                         affected_bg[n_bg] = bgj
@@ -1126,13 +1405,13 @@ cdef class _Run:
                 fgj = self.vm_job[2 * node]
                 vm = 2 * node + 1
                 if fgj < 0:
-                    self.prate[vm] = 1.0
+                    self.set_prate(vm, 1.0)
                     continue
                 idle = 1.0 - self.cpu[2 * node] * self.prate_job[fgj]
                 if idle < self.floor:
                     idle = self.floor
                 need = self.cpu[vm]
-                self.prate[vm] = self.factor[vm] * (1.0 if idle >= need else idle / need)
+                self.set_prate(vm, self.factor[vm] * (1.0 if idle >= need else idle / need))
             n_bg = _distinct_sorted(affected_bg, n_bg, self.job_mark)
             n_changes = self.rerate(affected_bg, n_bg, changes, change_rates, n_changes)
             for i in range(n_changes):
@@ -1184,6 +1463,7 @@ cdef class _Run:
         cdef Py_ssize_t i, p, m = 0
         cdef i64 node, j
         cdef i64* nodes
+        cdef i64* held
         cdef char* mark = self.node_mark
         if in_node_order:
             nodes = <i64*>malloc((self.n_nodes + 1) * sizeof(i64))
@@ -1197,8 +1477,9 @@ cdef class _Run:
                     m += 1
             for i in range(n_changes):
                 j = changes[i]
+                held = self.node_walk(j)
                 for p in range(self.size[j]):
-                    node = self.nodes[j][p]
+                    node = held[p]
                     if not mark[node]:
                         mark[node] = 1
                         nodes[m] = node
@@ -1712,7 +1993,10 @@ cdef class _Run:
             for p in range(size):
                 procs[p].est = self.cpu_est[j][p]
                 procs[p].process = p
-            if size > 1:
+            if size >= RADIX_FROM:
+                if not _radix_sort_est(procs, size, self.scratch_est_tmp, self.counts):
+                    _merge_sort(procs, size, self.scratch_est_tmp)
+            elif size > 1:
                 _merge_sort(procs, size, self.scratch_est_tmp)
             for p in range(size):
                 order[p] = <int>procs[p].process
@@ -2140,6 +2424,61 @@ cdef class _Run:
         return 0
 
 
+cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
+    """Sort ``values[:n]`` ascending: a few by insertion, more (ids in ``0 .. 2 ** 33``) in a
+    radix sort, else by qsort."""
+    cdef Py_ssize_t i, j, d, total, at
+    cdef i64 x
+    cdef unsigned long long digit
+    cdef unsigned int counts[3 * RADIX]
+    cdef unsigned int* c
+    cdef i64* src = values
+    cdef i64* dst
+    cdef i64* swap
+    cdef i64* tmp
+    if n <= 32:
+        for i in range(1, n):
+            x = values[i]
+            j = i - 1
+            while j >= 0 and values[j] > x:
+                values[j + 1] = values[j]
+                j -= 1
+            values[j + 1] = x
+        return
+    tmp = <i64*>malloc(n * sizeof(i64))
+    if tmp == NULL:
+        qsort(values, n, sizeof(i64), _cmp_i64)
+        return
+    dst = tmp
+    memset(counts, 0, 3 * RADIX * sizeof(unsigned int))
+    for i in range(n):
+        if values[i] < 0 or values[i] >= (<i64>1 << (3 * RADIX_BITS)):
+            free(tmp)
+            qsort(values, n, sizeof(i64), _cmp_i64)
+            return
+        for d in range(3):
+            counts[d * RADIX + ((values[i] >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
+    for d in range(3):
+        c = counts + d * RADIX
+        if c[(src[0] >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
+            continue
+        total = 0
+        for i in range(RADIX):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(n):
+            digit = (src[i] >> (d * RADIX_BITS)) & (RADIX - 1)
+            dst[c[digit]] = src[i]
+            c[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != values:
+        memcpy(values, src, n * sizeof(i64))
+    free(tmp)
+
+
 cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
     """:func:`_sort_unique` through a mark per value (all clear before and after): the repeats
     go first, so a wide job named once per node costs one pass, not a sort of every copy."""
@@ -2152,21 +2491,34 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
     for i in range(kept):
         mark[values[i]] = 0
     if kept > 1:
-        qsort(values, kept, sizeof(i64), _cmp_i64)
+        _sort_i64(values, kept)
     return kept
 
 
 cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
     """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
     them are read off the marks in order (linear), few are sorted."""
-    cdef Py_ssize_t i, m = 0
+    cdef Py_ssize_t i = 0, m = 0, last
+    cdef unsigned long long word
     if n * 16 < top:
-        qsort(values, n, sizeof(i64), _cmp_i64)
+        _sort_i64(values, n)
         return
-    for i in range(top):
-        if mark[i]:
+    # Eight marks at a time while they are all clear; else one by one, without branches (a
+    # mark is as good as random), until the ``n`` are read.
+    while m < n and i < top:
+        last = top
+        if i + 8 <= top:
+            memcpy(&word, mark + i, 8)
+            if word == 0:
+                i += 8
+                continue
+            last = i + 8
+        while i < last:
             values[m] = i
-            m += 1
+            m += mark[i] != 0
+            i += 1
+            if m == n:
+                return
 
 
 cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:

@@ -71,6 +71,13 @@ class BufferedDraws:
         buffer.position += 1
         return low + (high - low) * value
 
+    def refill_uniform(self) -> None:
+        """Take the stream's next block into the uniform buffer if every value was read, as
+        :meth:`uniform` does before a draw (for a reader of the buffer's ``values`` array)."""
+        buffer = self._uniform
+        if buffer.position == len(buffer.values):
+            buffer.append(self._rng.random(BLOCK))
+
     def truncated_normal(self, mean: float, sd: float, low: float, high: float) -> float:
         """One draw of Normal(mean, sd) truncated to [low, high] (by rejection)."""
         buffer = self._normal

@@ -82,16 +82,21 @@ class CpuDraws:
     def materialize(self, offset: int, size: int) -> tuple[list[float], list[float]]:
         """The true and estimated per-process CPU usage of the job whose draws start at
         ``offset`` (jobs are usually read in workload order, so the cursor mostly moves forward)."""
+        true, est = self.materialize_arrays(offset, size)
+        values = true.tolist()
+        return values, (values if est is true else est.tolist())
+
+    def materialize_arrays(self, offset: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`materialize` as float64 arrays (the same values: each estimate is one
+        correctly rounded product and sum, elementwise, as on floats)."""
         true = self._true.uniform(offset, size, self.low, self.high)
         if self.accuracy == 1.0:
             return true, true
         accuracy = self.accuracy
         if self._guesses is not None:
-            uninformed = 1.0 - accuracy
             guesses = self._guesses.uniform(offset, size, self.low, self.high)
-            return true, [accuracy * c + uninformed * g for c, g in zip(true, guesses)]
-        guess = self.guess
-        return true, [accuracy * c + guess for c in true]
+            return true, accuracy * true + (1.0 - accuracy) * guesses
+        return true, accuracy * true + self.guess
 
 
 class _Cursor:
@@ -107,7 +112,7 @@ class _Cursor:
         self._generator = np.random.Generator(self._bits)
         self._position = 0  # draws consumed so far
 
-    def uniform(self, offset: int, size: int, low: float, high: float) -> list[float]:
+    def uniform(self, offset: int, size: int, low: float, high: float) -> np.ndarray:
         """Draws ``offset .. offset + size`` of the stream, as ``U(low, high)`` values (jobs are
         usually read in workload order, so the cursor mostly moves forward)."""
         if offset < self._position:
@@ -115,7 +120,7 @@ class _Cursor:
             self._position = 0
         if offset > self._position:
             self._bits.advance(offset - self._position)
-        values = self._generator.uniform(low, high, size).tolist()
+        values = self._generator.uniform(low, high, size)
         self._position = offset + size
         return values
 
