@@ -5,7 +5,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Job", "CpuSource", "QUEUED", "RUNNING", "FINISHED", "PENDING", "REJECTED"]
 
@@ -28,7 +31,7 @@ class CpuSource(Protocol):
         """The true and estimated usage of the ``size`` processes whose draws start at ``offset``."""
         ...
 
-    def materialize_arrays(self, offset: int, size: int) -> tuple[Sequence[float], Sequence[float]]:
+    def materialize_arrays(self, offset: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`materialize` as float64 arrays (the same values), for a compiled copy."""
         ...
 
@@ -271,7 +274,7 @@ class Job:
         if self._cpu_draws is not None:
             self._cpu_true = self._cpu_est = None
 
-    def cpu_values(self) -> tuple[Sequence[float], Sequence[float]]:
+    def cpu_values(self) -> tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]:
         """``(cpu_true, cpu_est)`` for one read by a copier (the compiled run): values drawn
         lazily come as fresh float64 arrays and are not kept on the job; others as held."""
         if self._cpu_true is None and self._cpu_draws is not None:

@@ -1418,19 +1418,7 @@ cdef class _Run:
                 if self.size[changes[i]] >= self.bulk_from:
                     wide_change = True
             self.update_overflow(sorted_overflow or (self.vectorised and wide_change), changes, n_changes)
-            # Engine._apply_rate_changes
-            for i in range(n_changes):
-                index = changes[i]
-                r = change_rates[i]
-                if self.restoring[index]:
-                    self.restore_rate[index] = r
-                    continue
-                if r == self.rate[index]:
-                    continue
-                self.bring_up_to_date(index)
-                self.rate[index] = r
-                self.version[index] += 1
-                self.schedule_finish(index)
+            self.apply_job_rates(changes, change_rates, n_changes)
         finally:
             free(change_rates)
             for i in range(n_dirty):
