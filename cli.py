@@ -482,7 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead: the cluster-scale cases (CEA-Curie, Lublin up to 1M jobs on 10,000 nodes, the tiered policies "
         "/ EASY), as ratios to the bare textbook loop or to EASY measured in the same run, with peak memory (long: "
-        "each case runs in its own process, up to 15 minutes each; with --quick, only the small cases)",
+        "each case runs in its own process, up to 15 minutes of its own CPU time each; with --quick, only the small "
+        "cases)",
     )
     bench.add_argument(
         "--reference",
