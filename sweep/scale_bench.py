@@ -184,6 +184,8 @@ class CaseResult:
     #: The engine's CPU seconds: on a shared machine the figure that compares across runs
     #: (wall time there counts the other processes too).
     cpu_seconds: float = 0.0
+    #: The whole child process's CPU seconds (start-up, reading the log, building the jobs, the run).
+    process_cpu_seconds: float = 0.0
 
 
 def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float = CASE_CPU_SECONDS) -> CaseResult:
@@ -203,6 +205,7 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float
         process.peak_mb,
         path=child.get("path", ""),
         cpu_seconds=child.get("cpu_seconds", 0.0),
+        process_cpu_seconds=process.cpu_seconds,
     )
 
 
@@ -222,6 +225,9 @@ class Target:
     peak_mb: float | None = None
     #: us per job at most 1.5x the same policy's on the 1,000-node case.
     sublinear: bool = False
+    #: ``ratio`` is of the whole processes' CPU seconds (reading the log and building the jobs
+    #: as well as the run), as the issue states the CEA-Curie target, not of the engines'.
+    whole_process: bool = False
 
     def verdict(self, ratio: float, ns_slot: float, peak_mb: float, us_job: float, first_us: float | None) -> str:
         """``met`` or ``NOT met`` (with the growth against the 1,000-node case, if sublinear)."""
@@ -264,7 +270,7 @@ def tiered_cases(folder: Path, quick: bool) -> list[tuple[str, dict[str, Any], t
     ctc_case = (f"CTC-SP2 first {jobs:,} jobs, 320 nodes x 2", ctc, ctc_policies, ctc_targets)
     if quick:
         return [ctc_case, *sizes]
-    curie = Target("<= 30x EASY, <= 2 GB", ratio=30.0, peak_mb=2048.0)
+    curie = Target("whole process <= 30x EASY's, <= 2 GB", ratio=30.0, peak_mb=2048.0, whole_process=True)
     return [
         ctc_case,
         (
@@ -320,7 +326,14 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 us_job = 1e6 * cpu / max(result.jobs, 1)
                 ns_slot = 1e9 * cpu / max(result.slots, 1)
                 target = targets.get(policy)
-                verdict = target.verdict(ratio, ns_slot, result.peak_mb, us_job, first_us) if target else ""
+                verdict = ""
+                if target is not None and target.whole_process:
+                    whole = result.process_cpu_seconds / easy.process_cpu_seconds if easy.finished else float("nan")
+                    verdict = f"whole process {whole:.2f}x: " + target.verdict(
+                        whole, ns_slot, result.peak_mb, us_job, first_us
+                    )
+                elif target is not None:
+                    verdict = target.verdict(ratio, ns_slot, result.peak_mb, us_job, first_us)
                 if policy == "amcbf" and label.endswith(" 1,000 nodes x 2"):
                     first_us = us_job
                 print(

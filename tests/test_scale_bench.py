@@ -61,3 +61,14 @@ def test_a_case_past_its_wall_limit_is_stopped_even_when_idle():
 
     stuck = measure_process([sys.executable, "-c", "import time; time.sleep(60)"], cpu_limit=30.0, wall_limit=1.0)
     assert not stuck.finished and stuck.seconds < 30.0
+
+
+def test_the_curie_target_is_judged_on_the_whole_processes_cpu_time(tmp_path):
+    # The issue states the CEA-Curie bound as whole-process time against EASY's: the case
+    # carries the child's own CPU seconds, which hold the engine's and what surrounds it.
+    full = tiered_cases(Path("/traces"), quick=False)
+    curie = {label.split(",")[0]: targets for label, _, _, targets in full}["CEA-Curie whole log"]
+    assert curie["amcbf"].whole_process and curie["keasy"].whole_process and curie["amcbf"].ratio == 30.0
+    spec = {"workload": {"model": "lublin03", "jobs": 40}, "platform": {"nodes": 64, "tiers": 2}}
+    result = measure_case({**spec, "policy": {"name": "amcbf"}}, tmp_path, "tiny")
+    assert result.process_cpu_seconds > result.cpu_seconds > 0
