@@ -106,6 +106,12 @@ ctypedef fused Sortable:
     EstProc
 
 
+ctypedef fused Radixed:
+    KeyNode
+    EstProc
+    i64
+
+
 cdef inline bint _precedes(Sortable* a, Sortable* b) noexcept nogil:
     if Sortable is KeyNode:
         return _less(a.key, a.node, b.key, b.node)
@@ -151,28 +157,65 @@ DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of t
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
 
 
-cdef bint _radix_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* counts) noexcept nogil:
-    """Sort ``a[:n]`` by ``(key, node)`` (``tmp``: room for ``n``; ``counts``: for
-    ``RADIX_PASSES * RADIX``), least significant digit first: a non-negative double's bits
-    order as its value, so the pair is one 97-bit number. A digit that every pair shares costs
-    no pass. Returns False, leaving ``a`` as it was, if a key is negative or not a number."""
-    cdef Py_ssize_t i, d, total, at
+cdef inline unsigned long long _key_bits(double key) noexcept nogil:
     cdef unsigned long long bits
+    if key == 0.0:
+        return 0  # -0.0 too
+    memcpy(&bits, &key, sizeof(double))
+    return bits
+
+
+cdef inline bint _radix_sortable(Radixed* x) noexcept nogil:
+    """Whether ``x``'s value fits the digits: a number >= 0 (whose bits then order as the value
+    does), an id in ``0 .. 2 ** 33 - 1``."""
+    if Radixed is KeyNode:
+        return x.key >= 0.0
+    elif Radixed is EstProc:
+        return x.est >= 0.0
+    else:
+        return 0 <= x[0] < (<i64>1 << (3 * RADIX_BITS))
+
+
+cdef inline unsigned long long _digit(Radixed* x, Py_ssize_t d) noexcept nogil:
+    """Digit ``d``, least significant first, of the number ``x`` sorts by: a node's id (three
+    digits) under its key's bits (six), one 97-bit number; a process's estimate's complemented
+    bits (six), so that the heaviest comes first; an id (three)."""
+    if Radixed is KeyNode:
+        if d < 3:
+            return (<unsigned long long>x.node >> (d * RADIX_BITS)) & (RADIX - 1)
+        return (_key_bits(x.key) >> ((d - 3) * RADIX_BITS)) & (RADIX - 1)
+    elif Radixed is EstProc:
+        return (~_key_bits(x.est) >> (d * RADIX_BITS)) & (RADIX - 1)
+    else:
+        return (<unsigned long long>x[0] >> (d * RADIX_BITS)) & (RADIX - 1)
+
+
+cdef bint _radix_sort(Radixed* a, Py_ssize_t n, Radixed* tmp, unsigned int* counts) noexcept nogil:
+    """Sort ``a[:n]`` as :func:`_merge_sort` does (nodes by ``(key, node)``; processes, given in
+    process order, heaviest estimate first, ties in process order), ids ascending, least
+    significant digit first in stable passes (``tmp``: room for ``n``; ``counts``: for
+    ``RADIX_PASSES * RADIX``). A digit that every element shares costs no pass. Returns False,
+    leaving ``a`` as it was, if a value does not fit (:func:`_radix_sortable`)."""
+    cdef Py_ssize_t i, d, total, at
+    cdef Py_ssize_t passes
     cdef unsigned long long digit
     cdef unsigned int* c
-    cdef KeyNode* src = a
-    cdef KeyNode* dst = tmp
-    cdef KeyNode* swap
-    memset(counts, 0, RADIX_PASSES * RADIX * sizeof(unsigned int))
+    cdef Radixed* src = a
+    cdef Radixed* dst = tmp
+    cdef Radixed* swap
+    if Radixed is KeyNode:
+        passes = RADIX_PASSES
+    elif Radixed is EstProc:
+        passes = 6
+    else:
+        passes = 3
+    memset(counts, 0, passes * RADIX * sizeof(unsigned int))
     for i in range(n):
-        if not (a[i].key >= 0.0):
+        if not _radix_sortable(&a[i]):
             return False
-        bits = _key_bits(a[i].key)
-        for d in range(3):
-            counts[d * RADIX + ((<unsigned long long>a[i].node >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
-        for d in range(6):
-            counts[(3 + d) * RADIX + ((bits >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
-    for d in range(RADIX_PASSES):
+        for d in range(passes):
+            counts[d * RADIX + _digit(&a[i], d)] += 1
+    for d in range(passes):
         c = counts + d * RADIX
         if c[_digit(&src[0], d)] == <unsigned int>n:
             continue
@@ -189,60 +232,8 @@ cdef bint _radix_sort(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* coun
         src = dst
         dst = swap
     if src != a:
-        memcpy(a, src, n * sizeof(KeyNode))
+        memcpy(a, src, n * sizeof(Radixed))
     return True
-
-
-cdef bint _radix_sort_est(EstProc* a, Py_ssize_t n, EstProc* tmp, unsigned int* counts) noexcept nogil:
-    """Sort ``a[:n]``, in process order, heaviest estimate first, ties in process order (the
-    merge sort's order): stable passes over the estimate's complemented bits. ``counts``: room
-    for ``6 * RADIX``. Returns False, leaving ``a`` as it was, if an estimate is negative or not
-    a number."""
-    cdef Py_ssize_t i, d, total, at
-    cdef unsigned long long digit
-    cdef unsigned int* c
-    cdef EstProc* src = a
-    cdef EstProc* dst = tmp
-    cdef EstProc* swap
-    memset(counts, 0, 6 * RADIX * sizeof(unsigned int))
-    for i in range(n):
-        if not (a[i].est >= 0.0):
-            return False
-        for d in range(6):
-            counts[d * RADIX + ((~_key_bits(a[i].est) >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
-    for d in range(6):
-        c = counts + d * RADIX
-        if c[(~_key_bits(src[0].est) >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
-            continue
-        total = 0
-        for i in range(RADIX):
-            at = c[i]
-            c[i] = <unsigned int>total
-            total += at
-        for i in range(n):
-            digit = (~_key_bits(src[i].est) >> (d * RADIX_BITS)) & (RADIX - 1)
-            dst[c[digit]] = src[i]
-            c[digit] += 1
-        swap = src
-        src = dst
-        dst = swap
-    if src != a:
-        memcpy(a, src, n * sizeof(EstProc))
-    return True
-
-
-cdef inline unsigned long long _key_bits(double key) noexcept nogil:
-    cdef unsigned long long bits
-    if key == 0.0:
-        return 0  # -0.0 too
-    memcpy(&bits, &key, sizeof(double))
-    return bits
-
-
-cdef inline unsigned long long _digit(KeyNode* x, Py_ssize_t d) noexcept nogil:
-    if d < 3:
-        return (<unsigned long long>x.node >> (d * RADIX_BITS)) & (RADIX - 1)
-    return (_key_bits(x.key) >> ((d - 3) * RADIX_BITS)) & (RADIX - 1)
 
 
 cdef inline i64 _log2(i64 n) noexcept nogil:
@@ -1319,6 +1310,20 @@ cdef class _Run:
                 r = q
         return r
 
+    cdef inline Py_ssize_t add_unmarked_nodes(self, i64 j, char* mark, i64* out, Py_ssize_t n) noexcept:
+        """Append to ``out[n:]`` the nodes of job ``j`` not yet marked in ``mark``, marking them
+        (in :meth:`node_walk`'s order); returns the new count."""
+        cdef Py_ssize_t p
+        cdef i64 node
+        cdef i64* held = self.node_walk(j)
+        for p in range(self.size[j]):
+            node = held[p]
+            if not mark[node]:
+                mark[node] = 1
+                out[n] = node
+                n += 1
+        return n
+
     cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates,
                            Py_ssize_t n_changes) noexcept:
         """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
@@ -1421,13 +1426,18 @@ cdef class _Run:
             self.apply_job_rates(changes, change_rates, n_changes)
         finally:
             free(change_rates)
-            for i in range(n_dirty):
-                self.dirty_mark[dirty[i]] = 0
-                self.small_mark[dirty[i]] = 0
-            self.n_dirty = 0
-            self.n_small_dirty = 0
-            self.dirty_bulk = False
+            self.clear_dirty()
         return 0
+
+    cdef inline void clear_dirty(self) noexcept:
+        """After a rate pass: no node is dirty any more."""
+        cdef Py_ssize_t i
+        for i in range(self.n_dirty):
+            self.dirty_mark[self.dirty[i]] = 0
+            self.small_mark[self.dirty[i]] = 0
+        self.n_dirty = 0
+        self.n_small_dirty = 0
+        self.dirty_bulk = False
 
     cdef inline void overflow_node(self, i64 node, double* total) noexcept:
         cdef i64 fgj = self.vm_job[2 * node], bgj = self.vm_job[2 * node + 1]
@@ -1464,14 +1474,7 @@ cdef class _Run:
                     nodes[m] = node
                     m += 1
             for i in range(n_changes):
-                j = changes[i]
-                held = self.node_walk(j)
-                for p in range(self.size[j]):
-                    node = held[p]
-                    if not mark[node]:
-                        mark[node] = 1
-                        nodes[m] = node
-                        m += 1
+                m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
             _sort_marked(nodes, m, mark, self.n_nodes)
             for i in range(m):
                 mark[nodes[i]] = 0
@@ -1579,34 +1582,19 @@ cdef class _Run:
                 # Their consumption changed on all their nodes: the tiers below re-rate there.
                 for i in range(first, n_changes):
                     index = changes[i]
-                    for p in range(self.size[index]):
-                        node = self.nodes[index][p]
-                        if not mark[node]:
-                            mark[node] = 1
-                            stale[n_stale] = node
-                            n_stale += 1
+                    n_stale = self.add_unmarked_nodes(index, mark, stale, n_stale)
             # The overflow of every node whose use may have changed (the touched ones and those of
             # the jobs re-rated), in node order.
             for i in range(n_changes):
                 index = changes[i]
-                for p in range(self.size[index]):
-                    node = self.nodes[index][p]
-                    if not mark[node]:
-                        mark[node] = 1
-                        stale[n_stale] = node
-                        n_stale += 1
+                n_stale = self.add_unmarked_nodes(index, mark, stale, n_stale)
             _sort_marked(stale, n_stale, mark, n)
             for i in range(n_stale):
                 mark[stale[i]] = 0
             self.update_overflow_k(stale, n_stale)
             self.apply_job_rates(changes, change_rates, n_changes)
         finally:
-            for i in range(n_dirty):
-                self.dirty_mark[dirty[i]] = 0
-                self.small_mark[dirty[i]] = 0
-            self.n_dirty = 0
-            self.n_small_dirty = 0
-            self.dirty_bulk = False
+            self.clear_dirty()
         return 0
 
     cdef void update_overflow_k(self, i64* nodes, Py_ssize_t n) noexcept:
@@ -1982,7 +1970,7 @@ cdef class _Run:
                 procs[p].est = self.cpu_est[j][p]
                 procs[p].process = p
             if size >= RADIX_FROM:
-                if not _radix_sort_est(procs, size, self.scratch_est_tmp, self.counts):
+                if not _radix_sort(procs, size, self.scratch_est_tmp, self.counts):
                     _merge_sort(procs, size, self.scratch_est_tmp)
             elif size > 1:
                 _merge_sort(procs, size, self.scratch_est_tmp)
@@ -2415,14 +2403,9 @@ cdef class _Run:
 cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
     """Sort ``values[:n]`` ascending: a few by insertion, more (ids in ``0 .. 2 ** 33``) in a
     radix sort, else by qsort."""
-    cdef Py_ssize_t i, j, d, total, at
+    cdef Py_ssize_t i, j
     cdef i64 x
-    cdef unsigned long long digit
     cdef unsigned int counts[3 * RADIX]
-    cdef unsigned int* c
-    cdef i64* src = values
-    cdef i64* dst
-    cdef i64* swap
     cdef i64* tmp
     if n <= 32:
         for i in range(1, n):
@@ -2434,42 +2417,15 @@ cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
             values[j + 1] = x
         return
     tmp = <i64*>malloc(n * sizeof(i64))
-    if tmp == NULL:
+    if tmp == NULL or not _radix_sort(values, n, tmp, counts):
         qsort(values, n, sizeof(i64), _cmp_i64)
-        return
-    dst = tmp
-    memset(counts, 0, 3 * RADIX * sizeof(unsigned int))
-    for i in range(n):
-        if values[i] < 0 or values[i] >= (<i64>1 << (3 * RADIX_BITS)):
-            free(tmp)
-            qsort(values, n, sizeof(i64), _cmp_i64)
-            return
-        for d in range(3):
-            counts[d * RADIX + ((values[i] >> (d * RADIX_BITS)) & (RADIX - 1))] += 1
-    for d in range(3):
-        c = counts + d * RADIX
-        if c[(src[0] >> (d * RADIX_BITS)) & (RADIX - 1)] == <unsigned int>n:
-            continue
-        total = 0
-        for i in range(RADIX):
-            at = c[i]
-            c[i] = <unsigned int>total
-            total += at
-        for i in range(n):
-            digit = (src[i] >> (d * RADIX_BITS)) & (RADIX - 1)
-            dst[c[digit]] = src[i]
-            c[digit] += 1
-        swap = src
-        src = dst
-        dst = swap
-    if src != values:
-        memcpy(values, src, n * sizeof(i64))
     free(tmp)
 
 
 cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
-    """:func:`_sort_unique` through a mark per value (all clear before and after): the repeats
-    go first, so a wide job named once per node costs one pass, not a sort of every copy."""
+    """Sort ``values[:n]`` ascending and drop repeats in place, returning how many are left,
+    through a mark per value (all clear before and after): the repeats go first, so a wide job
+    named once per node costs one pass, not a sort of every copy."""
     cdef Py_ssize_t i, kept = 0
     for i in range(n):
         if not mark[values[i]]:
@@ -2507,17 +2463,6 @@ cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) no
             i += 1
             if m == n:
                 return
-
-
-cdef Py_ssize_t _sort_unique(i64* values, Py_ssize_t n) noexcept:
-    """Sort ``values[:n]`` ascending and drop repeats in place; return how many are left."""
-    cdef Py_ssize_t i, kept = 0
-    qsort(values, n, sizeof(i64), _cmp_i64)
-    for i in range(n):
-        if kept == 0 or values[i] != values[kept - 1]:
-            values[kept] = values[i]
-            kept += 1
-    return kept
 
 
 def run(engine, double floor):
