@@ -519,6 +519,7 @@ def test_background_share_grows_with_the_threshold_on_kth(kth_path):
 # -- smcbf ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # (the whole of KTH-SP2: about 15 s)
 def test_smcbf_with_a_huge_threshold_only_evicts(kth_path):
     # Nobody is ever starved, so nobody may displace a later foreground job: no foreground job
     # is suspended or switched down. What remains: background jobs evicted by a foreground

@@ -532,7 +532,8 @@ PARAMS = [
 
 
 @pytest.mark.parametrize("params", PARAMS, ids=lambda p: "-".join(p.values()) or "defaults")
-@pytest.mark.parametrize("trace", [KTH_TRACE, CTC_TRACE])
+# (CTC-SP2 in the slow run: the default run keeps one log, KTH-SP2)
+@pytest.mark.parametrize("trace", [KTH_TRACE, pytest.param(CTC_TRACE, marks=pytest.mark.slow)])
 def test_the_first_5000_jobs_of_a_log_as_written_out_from_the_definitions(trace, params):
     # With the defaults this is plain EASY: the schedule of prediction: user, order: fcfs is
     # the textbook one, start time by start time.

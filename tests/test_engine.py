@@ -173,6 +173,7 @@ def test_starting_on_a_busy_named_node_is_a_policy_error():
         Engine(make_jobs([(0, 100, 1, 100)], 10), Nodes(10), SameNodes()).run()
 
 
+@pytest.mark.slow  # (KTH-SP2 twice per tier count: about 15 s)
 @pytest.mark.parametrize("tiers", [1, 2, 3])
 def test_counting_free_nodes_and_tracking_ids_give_identical_schedules(kth_path, tiers):
     # EASY never names nodes nor uses a background tier, so the platform counts free nodes

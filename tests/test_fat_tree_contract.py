@@ -493,6 +493,7 @@ def test_everything_is_released_on_finish_and_on_suspension():
     assert tree.state.is_idle() and tree.state.residual == [100.0] * tree.topo.links
 
 
+@pytest.mark.slow  # (a KTH-SP2 slice per policy and check: about 25 s; the random workloads stay in the default run)
 @pytest.mark.parametrize(("check", "mean"), [("hose", 50), ("per_server", 250)])
 @pytest.mark.parametrize("name", FAT_TREE_POLICIES)
 def test_policies_keep_the_contract_on_kth(kth_path, name, check, mean):
