@@ -14,7 +14,6 @@ not from the pruner: which trial is best, every cell's value, which cells were r
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,7 +27,6 @@ import pytest
 
 from sweep_helpers import tiny_tune_raw, write_yaml
 from tiersweep.cli import main
-from tiersweep.core.compiled_path import PURE_PYTHON_ENV
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.tune import run_tuning
@@ -175,15 +173,21 @@ def _running_trial_with_reports(url: str) -> bool:
     return any(t.state.name == "RUNNING" and len(t.intermediate_values) >= 2 for t in trials[1:])
 
 
-def _interrupt_mid_trial(config: Path, out: Path, url: str) -> None:
-    """Start the tuner in a child process and press Ctrl-C once a trial has reported twice."""
+def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
+    # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
+    # child process, as a user would; the next run takes the trial up where it stopped.
+    raw = small_raw()
+    # (cells long enough that the trial is still running when the signal lands)
+    raw["base"]["workload"]["jobs"] = 2000
+    config = write_yaml(tmp_path / "tune.yaml", raw)
+    out = tmp_path / "out"
+    url = f"sqlite:///{out / 'small' / 'study.db'}"
     child = subprocess.Popen(
         [sys.executable, "-m", "tiersweep", "tune", str(config), "--out", str(out), "--backend", "serial"]
         + ["--no-plots"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, PURE_PYTHON_ENV: "1"},
     )
     try:
         deadline = time.monotonic() + 240
@@ -195,21 +199,6 @@ def _interrupt_mid_trial(config: Path, out: Path, url: str) -> None:
     finally:
         if child.poll() is None:
             child.kill()
-
-
-def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
-    # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
-    # child process, as a user would; the next run takes the trial up where it stopped. (No
-    # pruner: a trial pruned at its first report would leave no window to stop it in.)
-    raw = small_raw(pruner="none")
-    # Cells long enough that the trial is still running when the signal lands: the child runs
-    # the Python path (about 1 s a cell of 2,000 jobs here, so four cells of a trial are left
-    # after its second report), since the compiled one finishes a trial's six cells in less
-    # time than it takes to see its reports and signal.
-    raw["base"]["workload"]["jobs"] = 2000
-    config = write_yaml(tmp_path / "tune.yaml", raw)
-    out = tmp_path / "out"
-    _interrupt_mid_trial(config, out, f"sqlite:///{out / 'small' / 'study.db'}")
     left = [t for t in load(out / "small").trials if t.state.name == "RUNNING"]
     assert len(left) == 1 and left[0].intermediate_values
     before = set(stored(out / "small"))
