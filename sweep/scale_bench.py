@@ -196,7 +196,8 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float
     command = [sys.executable, "-m", "tiersweep.sweep.scale_bench", str(_spec_file(folder, name, spec)), str(out)]
     process = measure_process(command, cpu_limit)
     if not process.finished:
-        return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False, cpu_seconds=process.cpu_seconds)
+        stopped = process.cpu_seconds
+        return CaseResult(process.seconds, 0, 0, process.peak_mb, finished=False, process_cpu_seconds=stopped)
     child = json.loads(out.read_text(encoding="utf-8"))
     return CaseResult(
         child["seconds"],
@@ -317,7 +318,7 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                     result = measure_case({**base, "policy": {"name": policy}}, tmp, f"case{number}-{policy}")
                 if not result.finished:
                     print(
-                        f"    {policy:<54} not finished: stopped at {result.cpu_seconds:.0f} CPU s "
+                        f"    {policy:<54} not finished: stopped at {result.process_cpu_seconds:.0f} CPU s "
                         f"({result.seconds:.0f} s wall, {result.peak_mb:,.0f} MB)"
                     )
                     continue
