@@ -16,7 +16,15 @@ trial it is told as pruned and its remaining cells are never run (their ids are 
 
 The study lives in an Optuna storage (an SQLite file next to the results by default, or any
 storage URL, ``journal:PATH`` for a journal file: see :mod:`~tiersweep.sweep.study_storage`);
-re-running continues it, a trial an interrupted run left half done included.
+re-running continues it, a trial an interrupted run left half done included. A trial it left
+before drawing all its parameters (Optuna creates a trial, then draws its values) is no point
+of the search space: it is told as failed, does not count towards the trials to reach, and a
+fresh trial is asked in its place.
+
+Setting ``TIERSWEEP_TUNE_PAUSE_AFTER_REPORT=PATH`` (:data:`PAUSE_VARIABLE`) makes the tuner,
+right after a trial reports a cell's value, create the file ``PATH`` and wait until it is
+removed (or the process is signalled): a test hook, so that a run can be interrupted at a known
+point of a trial instead of by racing it.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import math
 import os
 import socket
 import statistics
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +55,14 @@ from .study_storage import default_storage_url, make_storage, storage_errors, st
 from .tune_config import TuneConfig, _corners, trial_plan, trial_spec
 from .tune_pruning import SKIPPED, instance_order, make_pruner, skipped_json
 
-__all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage"]
+__all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage", "PAUSE_VARIABLE"]
+
+#: The environment variable of the pause hook (see the module's docstring).
+PAUSE_VARIABLE = "TIERSWEEP_TUNE_PAUSE_AFTER_REPORT"
+
+#: The user attribute set on a trial failed because it was left before its parameters were all
+#: drawn; such a trial does not count towards the trials to reach.
+UNDRAWN = "tiersweep.undrawn"
 
 
 @dataclass
@@ -292,7 +308,9 @@ def run_tuning(
     One tuner per results folder (a second one is refused, naming the first: see
     :mod:`tiersweep.sweep.folder_lock`); a trial another live tuner is running (one that
     shares the study's storage from another folder) is left to it. A trial whose parameters
-    make an invalid spec is told as failed, with the error, and the study goes on.
+    make an invalid spec is told as failed, with the error, and the study goes on (it counts
+    as finished); a trial an interrupted run left before drawing all its parameters is told as
+    failed and does not count.
 
     Raises:
         TiersweepError: The storage cannot be opened, or fails while the study runs (deleted,
@@ -371,12 +389,25 @@ def _run_study(
         study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
     state = _Trials(config, known, None)
     runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, on_outcomes=state.record)
-    finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED)
-    done = sum(t.state in finished_states for t in study.trials)
+    # Trials left running by an interrupted run are evaluated now, under their own numbers;
+    # only those whose tuner is gone (another live tuner is still running its own). The
+    # cells they had finished are in the store, their values already reported. One left
+    # before its parameters were all drawn never became a point of the space: it fails.
+    owner = _owner()
+    left = []
+    for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if not _owner_gone(frozen.user_attrs.get(OWNER)):
+            continue
+        if distributions.keys() <= frozen.params.keys():
+            left.append(frozen)
+        else:
+            _fail_undrawn(study, frozen)
+    done = sum(_counts(t) for t in study.trials)
     bar = None
     # Intermediate values are reported for one objective only (Optuna's limit), pruned or not:
     # an unpruned study's trials then still pair with a later run's that prunes.
     reports = len(config.objectives) == 1
+    pause = os.environ.get(PAUSE_VARIABLE)  # read once: nothing to look up per report
 
     def told() -> None:
         nonlocal done
@@ -409,6 +440,8 @@ def _run_study(
                     continue
                 if step not in evaluation.reported_before:
                     evaluation.trial.report(value, step)
+                    if pause:
+                        _pause(Path(pause), evaluation.trial.number, step)
                 # (A trial with every cell handed out has nothing left to save: it completes.)
                 more = evaluation.started < len(evaluation.order)
                 if more and evaluation.stopping is None and config.pruner != "none" and evaluation.trial.should_prune():
@@ -441,15 +474,6 @@ def _run_study(
             study.tell(trial, values if len(values) > 1 else values[0])
         told()
 
-    # Trials left running by an interrupted run are evaluated now, under their own numbers;
-    # only those whose tuner is gone (another live tuner is still running its own). The
-    # cells they had finished are in the store, their values already reported.
-    owner = _owner()
-    left = [
-        frozen
-        for frozen in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-        if _owner_gone(frozen.user_attrs.get(OWNER))
-    ]
     parallel = config.parallel
     if progress and target > done:
         from tqdm import tqdm
@@ -499,6 +523,35 @@ def _run_study(
     return TuneOutcome(
         study, best, baseline, defaults, runner.computed, state.reused, root, storage=url, notes=runner.notes
     )
+
+
+def _fail_undrawn(study: Any, frozen: Any) -> None:
+    """Fail a trial left before its parameters were all drawn, marked as not counted; an
+    enqueued trial (the base spec's values) is enqueued again, so that it is still run."""
+    import optuna
+
+    trial = optuna.trial.Trial(study, frozen._trial_id)
+    trial.set_user_attr("error", "interrupted before its parameters were drawn; a fresh trial is run instead")
+    trial.set_user_attr(UNDRAWN, True)
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    fixed = frozen.system_attrs.get("fixed_params")
+    if fixed is not None:
+        study.enqueue_trial(fixed)
+
+
+def _counts(trial: Any) -> bool:
+    """Whether a trial counts towards the trials to reach: finished, and not one failed for
+    having been left before its parameters were drawn."""
+    return trial.state.is_finished() and not trial.user_attrs.get(UNDRAWN)
+
+
+def _pause(marker: Path, trial: int, step: int) -> None:
+    """The pause hook: create ``marker`` (naming the trial and the step it reported) and wait
+    until it is removed; a signal ends the wait as it would end any other."""
+    with atomic_writer(marker, "w") as handle:
+        handle.write(f"trial {trial} step {step}\n")
+    while marker.exists():
+        time.sleep(0.01)
 
 
 #: The trial attribute naming the tuner process that runs it: ``host:pid:start time``.
