@@ -14,6 +14,7 @@ not from the pruner: which trial is best, every cell's value, which cells were r
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from sweep_helpers import tiny_tune_raw, write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.store import read_table
-from tiersweep.sweep.tune import run_tuning
+from tiersweep.sweep.tune import PAUSE_VARIABLE, run_tuning
 from tiersweep.sweep.tune_command import param_importances
 from tiersweep.sweep.tune_config import load_tune_config, parse_tune_config
 from tiersweep.sweep.tune_pruning import instance_order, pruning_summary
@@ -165,47 +166,52 @@ def test_the_common_order_is_a_fixed_permutation():
     assert instance_order(10, 3) != list(range(10))
 
 
-def _running_trial_with_reports(url: str) -> bool:
-    try:
-        trials = optuna.load_study(study_name="small", storage=url).trials
-    except Exception:  # noqa: BLE001 (the file is being created or written by the child)
-        return False
-    return any(t.state.name == "RUNNING" and len(t.intermediate_values) >= 2 for t in trials[1:])
+def _mid_trial(root: Path) -> bool:
+    """Whether a sampled trial (not the base spec's, trial 0) is running with two or more
+    cells reported and more to run."""
+    return any(t.state.name == "RUNNING" and 2 <= len(t.intermediate_values) < SEEDS for t in load(root).trials[1:])
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a race: Ctrl-C must land while the trial runs; on a loaded machine the trial can end first "
-    "and no trial is left to resume (a pause hook in the tuner would make it exact)",
-)
-def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
-    # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
-    # child process, as a user would; the next run takes the trial up where it stopped.
-    raw = small_raw()
-    # (cells long enough that the trial is still running when the signal lands)
-    raw["base"]["workload"]["jobs"] = 2000
-    config = write_yaml(tmp_path / "tune.yaml", raw)
-    out = tmp_path / "out"
-    url = f"sqlite:///{out / 'small' / 'study.db'}"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tiersweep", "tune", str(config), "--out", str(out), "--backend", "serial"]
-        + ["--no-plots"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _interrupt_mid_trial(config: Path, out: Path) -> None:
+    """Run the tuner in a child process, paused after each report by the tuner's pause hook,
+    and press Ctrl-C at the first pause that finds a trial mid-way (:func:`_mid_trial`); at
+    the other pauses, let it go on. Paused, the child writes nothing, so the study read here
+    is the one Ctrl-C leaves."""
+    marker, log = out.parent / "paused", out.parent / "stderr.txt"
+    with log.open("w") as stderr:  # (a file, not a pipe nobody reads while the child runs)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tiersweep", "tune", str(config), "--out", str(out), "--backend", "serial"]
+            + ["--no-plots"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, PAUSE_VARIABLE: str(marker)},
+        )
     try:
         deadline = time.monotonic() + 240
-        while not _running_trial_with_reports(url):
-            assert child.poll() is None and time.monotonic() < deadline, "no trial was caught mid-way"
-            time.sleep(0.05)
+        while True:
+            while not marker.exists():
+                assert child.poll() is None, f"the tuner ended with no trial caught mid-way: {log.read_text()}"
+                assert time.monotonic() < deadline, "the tuner did not pause"
+                time.sleep(0.01)
+            if _mid_trial(out / "small"):
+                break
+            marker.unlink()
         child.send_signal(signal.SIGINT)
-        child.wait(timeout=60)
+        assert child.wait(timeout=60) == 130  # interrupted, as Ctrl-C ends it
     finally:
         if child.poll() is None:
             child.kill()
+            child.wait()
+
+
+def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
+    # Ctrl-C in the middle of a trial (after its first cells were stored and reported), in a
+    # child process, as a user would; the next run takes the trial up where it stopped.
+    config = write_yaml(tmp_path / "tune.yaml", small_raw())
+    out = tmp_path / "out"
+    _interrupt_mid_trial(config, out)
     left = [t for t in load(out / "small").trials if t.state.name == "RUNNING"]
-    assert len(left) == 1 and left[0].intermediate_values
+    assert len(left) == 1 and 2 <= len(left[0].intermediate_values) < SEEDS
     before = set(stored(out / "small"))
     reported = dict(left[0].intermediate_values)
 
@@ -223,8 +229,9 @@ def test_a_study_interrupted_mid_trial_resumes_that_trial(tmp_path):
     # Up to the interrupted trial, the study an uninterrupted run made (later trials differ:
     # a resumed sampler is seeded anew so as not to repeat its first proposals).
     clean_out = tmp_path / "clean"
-    clean = run_tuning(load_tune_config(config), clean_out, backend="serial", progress=False).study.trials
-    clean = clean[: resumed.number + 1]
+    clean = run_tuning(
+        load_tune_config(config), clean_out, backend="serial", trials=resumed.number + 1, progress=False
+    ).study.trials
     assert [(t.state.name, t.params, t.intermediate_values) for t in trials[: resumed.number + 1]] == [
         (t.state.name, t.params, t.intermediate_values) for t in clean
     ]
