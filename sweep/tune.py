@@ -94,11 +94,13 @@ class TuneOutcome:
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
     """The config's sampler. A study resumed after ``resumed_at`` trials gets a seed derived
-    from the config's and that count, so that it does not propose its first points again."""
+    from the config's and that count, so that it does not propose its first points again;
+    except a grid's: its seed fixes which point each grid id stands for (the grid skips the
+    ids its trials have taken), so a grid re-seeded would run some points again and miss others."""
     import optuna
 
     seed = config.sampler_seed
-    if seed is not None and resumed_at:
+    if seed is not None and resumed_at and config.sampler != "grid":
         seed = replicate_seed(seed, resumed_at)
     if config.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -401,7 +403,7 @@ def _run_study(
         if distributions.keys() <= frozen.params.keys():
             left.append(frozen)
         else:
-            _fail_undrawn(study, frozen)
+            _fail_undrawn(study, frozen, config, distributions)
     done = sum(_counts(t) for t in study.trials)
     bar = None
     # Intermediate values are reported for one objective only (Optuna's limit), pruned or not:
@@ -525,9 +527,11 @@ def _run_study(
     )
 
 
-def _fail_undrawn(study: Any, frozen: Any) -> None:
-    """Fail a trial left before its parameters were all drawn, marked as not counted; an
-    enqueued trial (the base spec's values) is enqueued again, so that it is still run."""
+def _fail_undrawn(study: Any, frozen: Any, config: TuneConfig, distributions: Mapping[str, Any]) -> None:
+    """Fail a trial left before its parameters were all drawn, marked as not counted. Values
+    it was already given are run by a trial enqueued in its place: an enqueued trial's (the
+    base spec's values), or a grid trial's point (the grid counts the point of a failed trial
+    as visited, and would never give it again)."""
     import optuna
 
     trial = optuna.trial.Trial(study, frozen._trial_id)
@@ -535,6 +539,9 @@ def _fail_undrawn(study: Any, frozen: Any) -> None:
     trial.set_user_attr(UNDRAWN, True)
     study.tell(trial, state=optuna.trial.TrialState.FAIL)
     fixed = frozen.system_attrs.get("fixed_params")
+    grid = {p.key: list(p.choices) for p in config.params} if config.sampler == "grid" else None
+    if fixed is None and grid is not None and frozen.system_attrs.get("search_space") == grid:
+        fixed = {key: study.sampler.sample_independent(study, frozen, key, dist) for key, dist in distributions.items()}
     if fixed is not None:
         study.enqueue_trial(fixed)
 

@@ -1,5 +1,5 @@
 """Resuming a study that an interrupted run left with a trial whose parameters were never all
-drawn (``sweep/tune.py``).
+drawn, and a grid study continued over several runs (``sweep/tune.py``).
 
 Optuna's ``ask`` creates a trial, RUNNING, before it draws the trial's parameters: a Ctrl-C in
 between leaves a RUNNING trial with none (or only some) of them. Such a trial is not a point of
@@ -8,7 +8,8 @@ the search space; the next run must fail it, not count it, and ask a fresh trial
 The state is made as the interrupted run leaves it: the tuner's own study (same storage, same
 study name), a trial asked and given fewer parameters than the space has. The study is small:
 AMCBF on 60 jann97 jobs over 16 two-tier nodes, two parameters, two seeds, the random sampler
-with seed 0, serial backend (a cell takes about 0.05 s).
+with seed 0, serial backend (a cell takes about 0.05 s); the grid study is the same over a grid
+of 6 points, one seed.
 """
 
 from __future__ import annotations
@@ -72,3 +73,43 @@ def test_a_trial_left_before_its_parameters_were_drawn_fails_and_a_fresh_one_is_
     # The failed trial does not count on later runs either: nothing more is asked.
     again = run_tuning(config, out, backend="serial", progress=False).study.trials
     assert len(again) == TRIALS + 1
+
+
+GRID = {"policy.bg_threshold": {"choices": [0.6, 0.7, 0.8]}, "policy.migration_cost": {"choices": [0, 300]}}
+
+
+def grid_raw() -> dict[str, Any]:
+    """A grid of 6 points, one seed."""
+    raw = tiny_tune_raw("grid", trials=6, params=GRID, sampler={"name": "grid", "seed": 0})
+    raw["base"]["platform"]["nodes"] = 16
+    return raw
+
+
+def points(trials: list[Any]) -> list[tuple[float, int]]:
+    return sorted((t.params["policy.bg_threshold"], t.params["policy.migration_cost"]) for t in trials)
+
+
+EVERY_POINT = sorted((bg, cost) for bg in (0.6, 0.7, 0.8) for cost in (0, 300))
+
+
+def test_a_grid_study_continued_over_several_runs_runs_every_point_once(tmp_path):
+    config = parse_tune_config(grid_raw())
+    for trials in (2, 4, 6):
+        outcome = run_tuning(config, tmp_path, backend="serial", trials=trials, progress=False)
+    trials = outcome.study.trials
+    assert len(trials) == 6 and points(counted(trials)) == EVERY_POINT
+
+
+def test_a_grid_trial_left_before_its_parameters_were_drawn_leaves_no_point_out(tmp_path):
+    # The grid gives a trial its point when it is created, before its values are drawn.
+    config = parse_tune_config(grid_raw())
+    run_tuning(config, tmp_path, backend="serial", trials=1, progress=False)
+    space = {key: spec["choices"] for key, spec in GRID.items()}
+    sampler = optuna.samplers.GridSampler(space, seed=0)
+    study = optuna.load_study(study_name="grid", storage=f"sqlite:///{tmp_path / 'grid' / 'study.db'}", sampler=sampler)
+    left = study.ask()
+    assert "grid_id" in study.trials[left.number].system_attrs and not left.params
+
+    trials = run_tuning(config, tmp_path, backend="serial", progress=False).study.trials
+    assert trials[left.number].state.name == "FAIL" and len(trials) == 7
+    assert points(counted(trials)) == EVERY_POINT
