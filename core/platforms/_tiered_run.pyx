@@ -29,6 +29,24 @@ from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove, memset
 
+cdef extern from *:
+    """
+    /* The trailing zeros of a nonzero word, and eight bytes read as a word whose lowest byte is
+       the first (so that its trailing zeros / 8 is the first nonzero byte's place). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define TIERSWEEP_CTZ64(x) __builtin_ctzll(x)
+    #else
+    static int TIERSWEEP_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    #endif
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    #define TIERSWEEP_FIRST_BYTE_LOW(x) __builtin_bswap64(x)
+    #else
+    #define TIERSWEEP_FIRST_BYTE_LOW(x) (x)
+    #endif
+    """
+    int TIERSWEEP_CTZ64(unsigned long long x) noexcept nogil
+    unsigned long long TIERSWEEP_FIRST_BYTE_LOW(unsigned long long x) noexcept nogil
+
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
 DEF FINISH = 0
 DEF RESTORE = 1
@@ -598,8 +616,7 @@ cdef class _Run:
     cdef EstProc* scratch_est_tmp
     cdef unsigned int* counts  # scratch of the radix sort
     cdef char* node_mark
-    cdef int* proc_at  # scratch of start: 1 + the process on each node (0: none)
-    cdef int* node_proc  # scratch of start: the process of each node in by_node order
+    cdef char* held_mark  # scratch of sort_by_node: the job's nodes marked
 
     def __cinit__(self):
         pass
@@ -628,7 +645,7 @@ cdef class _Run:
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
         free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp); free(self.counts)
-        free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
+        free(self.node_mark); free(self.by_node); free(self.held_mark)
         free(self.tree); free(self.tree_leaves); free(self.tree_pending); free(self.tree_n_pending)
         free(self.vm_leaf)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
@@ -695,9 +712,8 @@ cdef class _Run:
         self.needs_restore = <char*>calloc(n + 1, 1)
         self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
         self.by_node = <i64**>calloc(n + 1, sizeof(i64*))
-        self.proc_at = <int*>calloc(nodes + 1, sizeof(int))
-        self.node_proc = <int*>malloc((nodes + 1) * sizeof(int))
-        if self.by_node == NULL or self.proc_at == NULL or self.node_proc == NULL:
+        self.held_mark = <char*>calloc(nodes + 8, 1)
+        if self.by_node == NULL or self.held_mark == NULL:
             raise MemoryError()
         self.tree = <double**>calloc(n + 1, sizeof(double*))
         self.tree_pending = <int**>calloc(n + 1, sizeof(int*))
@@ -1115,13 +1131,12 @@ cdef class _Run:
         return 0.0 + (self.overhead_max - 0.0) * value
 
     cdef i64* sort_by_node(self, i64 j) except? NULL:
-        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, and their processes into
-        ``node_proc``, if the job is wide enough that reading every node's mark costs less than
-        its own random accesses save; else NULL."""
-        cdef Py_ssize_t p, m = 0, size = self.size[j], node
+        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, if the job is wide enough
+        that reading every node's mark costs less than its own random accesses save; else NULL."""
+        cdef Py_ssize_t p, size = self.size[j]
         cdef i64* held = self.nodes[j]
         cdef i64* order
-        cdef int* at = self.proc_at
+        cdef char* mark = self.held_mark
         free(self.by_node[j])
         self.by_node[j] = NULL
         if size * 16 < self.n_nodes or size < 2:
@@ -1130,13 +1145,10 @@ cdef class _Run:
         if order == NULL:
             raise MemoryError()
         for p in range(size):
-            at[held[p]] = <int>p + 1
-        for node in range(self.n_nodes):
-            if at[node]:
-                order[m] = node
-                self.node_proc[m] = at[node] - 1
-                at[node] = 0
-                m += 1
+            mark[held[p]] = 1
+        _marked(mark, self.n_nodes, order)
+        for p in range(size):
+            mark[held[p]] = 0
         self.by_node[j] = order
         return order
 
@@ -1172,19 +1184,17 @@ cdef class _Run:
         self.load_cpu(j)
         true = self.cpu_true[j]
         est = self.cpu_est[j]
-        # (One pass: a job holds one VM of a node, so each node's state is its own.)
-        for i in range(size):
-            if order != NULL:
-                node = order[i]
-                p = self.node_proc[i]
-            else:
-                node = held[i]
-                p = i
-            vm = node * k + t
+        # The job's values in process order (read in sequence: random reads of them stall, where
+        # the stores to the nodes do not), then the nodes in node_walk order. A job holds one VM
+        # of a node, so each node's state is its own and the passes' order does not matter.
+        for p in range(size):
+            vm = held[p] * k + t
             self.vm_job[vm] = j
             self.cpu[vm] = true[p]
             self.vm_est[vm] = est[p]
-            self.vm_leaf[vm] = <int>i
+        for i in range(size):
+            node = order[i] if order != NULL else held[i]
+            self.vm_leaf[node * k + t] = <int>i
             self.mark_dirty(node, small)
             self.refresh_node(node)
         if k == 2 and size >= TREE_FROM:
@@ -1356,6 +1366,9 @@ cdef class _Run:
         cdef i64* held
         cdef char* mark = self.node_mark
         cdef bint sorted_overflow, wide_change = False
+        # (The last job appended to each list: a wide job's nodes come in runs, so its copies
+        # are dropped here rather than by the sort of the distinct.)
+        cdef i64 last_fg = -1, last_bg = -1
         if self.k > 2:
             return self.apply_rate_changes_k()
         self.rates_dirty = False
@@ -1375,14 +1388,18 @@ cdef class _Run:
                 fgj = self.vm_job[2 * node]
                 bgj = self.vm_job[2 * node + 1]
                 if fgj >= 0:
-                    affected_fg[n_fg] = fgj
-                    n_fg += 1
+                    if fgj != last_fg:
+                        affected_fg[n_fg] = fgj
+                        n_fg += 1
+                        last_fg = fgj
                     f = self.draw_overhead() if bgj >= 0 else 0.0
                     self.factor[2 * node] = f
                     self.set_prate(2 * node, 1.0 - f)
                 if bgj >= 0:
-                    affected_bg[n_bg] = bgj
-                    n_bg += 1
+                    if bgj != last_bg:
+                        affected_bg[n_bg] = bgj
+                        n_bg += 1
+                        last_bg = bgj
                     if fgj >= 0:
                         self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
             n_fg = _distinct_sorted(affected_fg, n_fg, self.job_mark)
@@ -1395,8 +1412,10 @@ cdef class _Run:
                     node = held[p]
                     bgj = self.vm_job[2 * node + 1]
                     if bgj >= 0:
-                        affected_bg[n_bg] = bgj
-                        n_bg += 1
+                        if bgj != last_bg:
+                            affected_bg[n_bg] = bgj
+                            n_bg += 1
+                            last_bg = bgj
                         if not mark[node]:
                             mark[node] = 1
                             stale[n_stale] = node
@@ -1458,7 +1477,7 @@ cdef class _Run:
         jobs whose rate changed: in node order where the reference sums vectorised, else in the
         iteration order of the Python set the reference builds (the sum's rounding depends on it)."""
         cdef double total = self.overflow_rate
-        cdef Py_ssize_t i, p, m = 0
+        cdef Py_ssize_t i, p, m = 0, bound
         cdef i64 node, j
         cdef i64* nodes
         cdef i64* held
@@ -1467,15 +1486,30 @@ cdef class _Run:
             nodes = <i64*>malloc((self.n_nodes + 1) * sizeof(i64))
             if nodes == NULL:
                 raise MemoryError()
-            for i in range(self.n_dirty):
-                node = self.dirty[i]
-                if not mark[node]:
-                    mark[node] = 1
-                    nodes[m] = node
-                    m += 1
+            bound = self.n_dirty
             for i in range(n_changes):
-                m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
-            _sort_marked(nodes, m, mark, self.n_nodes)
+                bound += self.size[changes[i]]
+            if bound * 16 < self.n_nodes:
+                # Few: collected, then sorted.
+                for i in range(self.n_dirty):
+                    node = self.dirty[i]
+                    if not mark[node]:
+                        mark[node] = 1
+                        nodes[m] = node
+                        m += 1
+                for i in range(n_changes):
+                    m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
+                _sort_marked(nodes, m, mark, self.n_nodes)
+            else:
+                # Many: marked without a test each (a mark is as good as random), read off the
+                # marks in order.
+                for i in range(self.n_dirty):
+                    mark[self.dirty[i]] = 1
+                for i in range(n_changes):
+                    held = self.node_walk(changes[i])
+                    for p in range(self.size[changes[i]]):
+                        mark[held[p]] = 1
+                m = _marked(mark, self.n_nodes, nodes)
             for i in range(m):
                 mark[nodes[i]] = 0
                 self.overflow_node(nodes[i], &total)
@@ -2442,27 +2476,31 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
 cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
     """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
     them are read off the marks in order (linear), few are sorted."""
-    cdef Py_ssize_t i = 0, m = 0, last
-    cdef unsigned long long word
     if n * 16 < top:
         _sort_i64(values, n)
         return
-    # Eight marks at a time while they are all clear; else one by one, without branches (a
-    # mark is as good as random), until the ``n`` are read.
-    while m < n and i < top:
-        last = top
-        if i + 8 <= top:
-            memcpy(&word, mark + i, 8)
-            if word == 0:
-                i += 8
-                continue
-            last = i + 8
-        while i < last:
-            values[m] = i
-            m += mark[i] != 0
-            i += 1
-            if m == n:
-                return
+    _marked(mark, top, values)
+
+
+cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept:
+    """The indices ``0 .. top - 1`` marked in ``mark`` (each mark 0 or 1), ascending, into
+    ``out``; returns their count. Eight marks are read at a time, and a word's marked ones are
+    taken by their lowest set bit, with no test per mark (a mark is as good as random)."""
+    cdef Py_ssize_t i = 0, m = 0
+    cdef unsigned long long word
+    while i + 8 <= top:
+        memcpy(&word, mark + i, 8)
+        word = TIERSWEEP_FIRST_BYTE_LOW(word)
+        while word:
+            out[m] = i + (TIERSWEEP_CTZ64(word) >> 3)
+            m += 1
+            word &= word - 1
+        i += 8
+    while i < top:
+        out[m] = i
+        m += mark[i] != 0
+        i += 1
+    return m
 
 
 def run(engine, double floor):
