@@ -1117,11 +1117,20 @@ cdef class _Run:
         self.ov_position = buffer.position
         self.ov_length = self.ov_values.shape[0]
 
-    cdef double draw_overhead(self) except? -1.0:
+    cdef inline double draw_overhead(self) except? -1.0:
         # BufferedDraws.uniform, read straight from its buffered array (no float objects).
         cdef double value
         if not self.overhead_max:
             return 0.0
+        if self.ov_position < self.ov_length:
+            value = self.ov_values[self.ov_position]
+            self.ov_position += 1
+            return 0.0 + (self.overhead_max - 0.0) * value
+        return self.draw_overhead_refilled()
+
+    cdef double draw_overhead_refilled(self) except? -1.0:
+        """:meth:`draw_overhead` once the buffer is used up."""
+        cdef double value
         if self.ov_position == self.ov_length:
             self.ov_buffer.position = self.ov_position
             self.overhead_draws.refill_uniform()
@@ -1238,9 +1247,9 @@ cdef class _Run:
 
     cdef int tree_start(self, i64 j, int t) except -1:
         """A min tree over the rates of the just started ``j``'s processes (leaves in node_walk
-        order; all of them pulled up at its first read)."""
+        order; all of them pulled up at its first read). Its nodes are dirty, so the rate pass
+        that follows the start writes every leaf before any read: the leaves start at inf."""
         cdef Py_ssize_t i, size = self.size[j], leaves = 1
-        cdef i64* held = self.node_walk(j)
         cdef double* tree
         while leaves < size:
             leaves *= 2
@@ -1250,9 +1259,7 @@ cdef class _Run:
         tree = self.tree[j] = <double*>malloc(2 * leaves * sizeof(double))
         if tree == NULL:
             raise MemoryError()
-        for i in range(size):
-            tree[leaves + i] = self.prate[held[i] * 2 + t]
-        for i in range(leaves + size, 2 * leaves):
+        for i in range(leaves, 2 * leaves):
             tree[i] = INFINITY
         self.tree_leaves[j] = leaves
         self.tree_n_pending[j] = -1
@@ -1988,10 +1995,11 @@ cdef class _Run:
                 return <int>t
         return -1
 
-    cdef int place(self, i64 j, i64* chosen, i64* placement) except -1:
+    cdef int place(self, i64 j, i64* chosen, i64* placement, bint none_placed) except -1:
         """NodeVms._place: the processes not yet in ``placement`` (-1) onto ``chosen``, heaviest
         estimated CPU usage first (ties in process order). The order is the job's own for
-        its whole life (its estimates do not change): sorted once, at its first placement."""
+        its whole life (its estimates do not change): sorted once, at its first placement.
+        ``none_placed``: every process is still -1 (none is read)."""
         cdef Py_ssize_t p, size = self.size[j], m = 0
         cdef EstProc* procs = self.scratch_est
         cdef int* order = self.proc_order[j]
@@ -2011,6 +2019,10 @@ cdef class _Run:
             for p in range(size):
                 order[p] = <int>procs[p].process
             self.proc_order[j] = order
+        if none_placed:
+            for p in range(size):
+                placement[order[p]] = chosen[p]
+            return 0
         for p in range(size):
             if placement[order[p]] < 0:
                 placement[order[p]] = chosen[m]
@@ -2075,7 +2087,7 @@ cdef class _Run:
             if moving:
                 for p in range(size):
                     self.node_mark[self.nodes[j][p]] = 0
-            self.place(j, chosen, placement)
+            self.place(j, chosen, placement, n_kept == 0)
             self.evictions(j, 0, placement)
             if moving:
                 self.move(j, 0, placement)
@@ -2099,7 +2111,7 @@ cdef class _Run:
             for p in range(size):
                 placement[p] = -1
             rank.smallest(size, skip, self.scratch_keys, placement + size)
-            self.place(j, placement + size, placement)
+            self.place(j, placement + size, placement, True)
             if evict:
                 self.evictions(j, t, placement)
             self.apply_start(j, t, placement)
@@ -2497,8 +2509,9 @@ cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept:
             word &= word - 1
         i += 8
     while i < top:
-        out[m] = i
-        m += mark[i] != 0
+        if mark[i]:
+            out[m] = i
+            m += 1
         i += 1
     return m
 
