@@ -572,6 +572,8 @@ cdef class _Run:
     cdef double* prate
     cdef double* overflow
     cdef double overflow_rate
+    cdef i64 n_overflowing  # nodes whose overflow is not 0
+    cdef char* rose  # per rate change of a pass (``changes``): whether the rate went up
     cdef i64 free0, free1
     cdef _Ranked fg_rank, el_rank
     cdef double* fg_key  # (their keys)
@@ -640,7 +642,7 @@ cdef class _Run:
         free(self.tier_time); free(self.segment_time); free(self.prate_job); free(self.job_eff)
         free(self.restoring); free(self.restore_rate); free(self.needs_restore); free(self.nodes)
         free(self.cpu_true); free(self.cpu_est); free(self.vm_job); free(self.vm_est); free(self.cpu)
-        free(self.factor); free(self.prate); free(self.overflow)
+        free(self.factor); free(self.prate); free(self.overflow); free(self.rose)
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
@@ -763,6 +765,9 @@ cdef class _Run:
         self.order_cap = n + 16
         self.order = <i64*>malloc(self.order_cap * sizeof(i64))
         self.scratch_nodes = <i64*>malloc((2 * nodes + 2) * sizeof(i64))
+        self.rose = <char*>malloc(2 * nodes + 2)
+        if self.rose == NULL:
+            raise MemoryError()
         self.scratch_keys = <KeyNode*>malloc((nodes + 1) * sizeof(KeyNode))
         self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
@@ -1344,7 +1349,8 @@ cdef class _Run:
     cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates,
                            Py_ssize_t n_changes) noexcept:
         """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
-        each whose rate changed to ``changes`` and its rate to ``rates``; returns their count."""
+        each whose rate changed to ``changes``, its rate to ``rates`` and whether it went up to
+        ``rose``; returns their count."""
         cdef Py_ssize_t i
         cdef i64 index
         cdef double r
@@ -1352,6 +1358,7 @@ cdef class _Run:
             index = affected[i]
             r = self.slowest(index)
             if r != self.prate_job[index]:
+                self.rose[n_changes] = r > self.prate_job[index]
                 self.prate_job[index] = r
                 changes[n_changes] = index
                 rates[n_changes] = r
@@ -1473,11 +1480,36 @@ cdef class _Run:
             if old:
                 total[0] += 0.0 - old
                 self.overflow[node] = 0.0
+                self.n_overflowing -= 1
             return
         used = self.cpu[2 * node] * self.prate_job[fgj] + self.cpu[2 * node + 1] * self.prate_job[bgj]
         excess = used - 1.0 if used > 1.0 else 0.0
-        total[0] += excess - self.overflow[node]
+        old = self.overflow[node]
+        total[0] += excess - old
         self.overflow[node] = excess
+        self.n_overflowing += (excess != 0.0) - (old != 0.0)
+
+    cdef inline bint overflow_may_change(self, Py_ssize_t change) noexcept:
+        """Whether the nodes of the ``change``-th job of a pass whose rate changed may change their
+        overflow, beyond its nodes that overflow already: only if its rate went up. A rate that
+        went down lowers the use of every node of the job (rounding is monotonic), so a node
+        that did not exceed 1 before does not now, and its overflow stays 0 (adding a zero to
+        the sum changes nothing; the reference drops zero changes too). The other inputs of a
+        node's use change only on dirty nodes or through another job in the list."""
+        return self.rose[change]
+
+    cdef inline Py_ssize_t add_overflowing_nodes(self, i64 j, char* mark, i64* out, Py_ssize_t n) noexcept:
+        """:meth:`add_unmarked_nodes` for those of ``j``'s nodes whose overflow is not 0."""
+        cdef Py_ssize_t p
+        cdef i64 node
+        cdef i64* held = self.node_walk(j)
+        for p in range(self.size[j]):
+            node = held[p]
+            if self.overflow[node] != 0.0 and not mark[node]:
+                mark[node] = 1
+                out[n] = node
+                n += 1
+        return n
 
     cdef int update_overflow(self, bint in_node_order, i64* changes, Py_ssize_t n_changes) except -1:
         """Nodes._update_overflow / _update_overflow_bulk on the dirty nodes and the nodes of the
@@ -1495,7 +1527,8 @@ cdef class _Run:
                 raise MemoryError()
             bound = self.n_dirty
             for i in range(n_changes):
-                bound += self.size[changes[i]]
+                if self.overflow_may_change(i) or self.n_overflowing:
+                    bound += self.size[changes[i]]
             if bound * 16 < self.n_nodes:
                 # Few: collected, then sorted.
                 for i in range(self.n_dirty):
@@ -1505,7 +1538,10 @@ cdef class _Run:
                         nodes[m] = node
                         m += 1
                 for i in range(n_changes):
-                    m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
+                    if self.overflow_may_change(i):
+                        m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
+                    elif self.n_overflowing:
+                        m = self.add_overflowing_nodes(changes[i], mark, nodes, m)
                 _sort_marked(nodes, m, mark, self.n_nodes)
             else:
                 # Many: marked without a test each (a mark is as good as random), read off the
@@ -1514,8 +1550,13 @@ cdef class _Run:
                     mark[self.dirty[i]] = 1
                 for i in range(n_changes):
                     held = self.node_walk(changes[i])
-                    for p in range(self.size[changes[i]]):
-                        mark[held[p]] = 1
+                    if self.overflow_may_change(i):
+                        for p in range(self.size[changes[i]]):
+                            mark[held[p]] = 1
+                    elif self.n_overflowing:
+                        for p in range(self.size[changes[i]]):
+                            if self.overflow[held[p]] != 0.0:
+                                mark[held[p]] = 1
                 m = _marked(mark, self.n_nodes, nodes)
             for i in range(m):
                 mark[nodes[i]] = 0
