@@ -1465,9 +1465,14 @@ cdef class _Run:
     cdef inline void clear_dirty(self) noexcept:
         """After a rate pass: no node is dirty any more."""
         cdef Py_ssize_t i
-        for i in range(self.n_dirty):
-            self.dirty_mark[self.dirty[i]] = 0
-            self.small_mark[self.dirty[i]] = 0
+        if self.n_dirty * 8 >= self.n_nodes:
+            # (Many: cleared whole, in sequence, rather than at random.)
+            memset(self.dirty_mark, 0, self.n_nodes)
+            memset(self.small_mark, 0, self.n_nodes)
+        else:
+            for i in range(self.n_dirty):
+                self.dirty_mark[self.dirty[i]] = 0
+                self.small_mark[self.dirty[i]] = 0
         self.n_dirty = 0
         self.n_small_dirty = 0
         self.dirty_bulk = False
