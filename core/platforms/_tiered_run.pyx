@@ -573,6 +573,7 @@ cdef class _Run:
     cdef double* overflow
     cdef double overflow_rate
     cdef i64 n_overflowing  # nodes whose overflow is not 0
+    cdef i64* dirty_count  # per job, during a rate pass (two tiers): how many of its nodes are dirty
     cdef char* rose  # per rate change of a pass (``changes``): whether the rate went up
     cdef i64 free0, free1
     cdef _Ranked fg_rank, el_rank
@@ -642,7 +643,7 @@ cdef class _Run:
         free(self.tier_time); free(self.segment_time); free(self.prate_job); free(self.job_eff)
         free(self.restoring); free(self.restore_rate); free(self.needs_restore); free(self.nodes)
         free(self.cpu_true); free(self.cpu_est); free(self.vm_job); free(self.vm_est); free(self.cpu)
-        free(self.factor); free(self.prate); free(self.overflow); free(self.rose)
+        free(self.factor); free(self.prate); free(self.overflow); free(self.rose); free(self.dirty_count)
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
@@ -766,7 +767,8 @@ cdef class _Run:
         self.order = <i64*>malloc(self.order_cap * sizeof(i64))
         self.scratch_nodes = <i64*>malloc((2 * nodes + 2) * sizeof(i64))
         self.rose = <char*>malloc(2 * nodes + 2)
-        if self.rose == NULL:
+        self.dirty_count = <i64*>calloc(n + 1, sizeof(i64))
+        if self.rose == NULL or self.dirty_count == NULL:
             raise MemoryError()
         self.scratch_keys = <KeyNode*>malloc((nodes + 1) * sizeof(KeyNode))
         self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
@@ -1402,6 +1404,7 @@ cdef class _Run:
                 fgj = self.vm_job[2 * node]
                 bgj = self.vm_job[2 * node + 1]
                 if fgj >= 0:
+                    self.dirty_count[fgj] += 1
                     if fgj != last_fg:
                         affected_fg[n_fg] = fgj
                         n_fg += 1
@@ -1410,6 +1413,7 @@ cdef class _Run:
                     self.factor[2 * node] = f
                     self.set_prate(2 * node, 1.0 - f)
                 if bgj >= 0:
+                    self.dirty_count[bgj] += 1
                     if bgj != last_bg:
                         affected_bg[n_bg] = bgj
                         n_bg += 1
@@ -1418,9 +1422,12 @@ cdef class _Run:
                         self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
             n_fg = _distinct_sorted(affected_fg, n_fg, self.job_mark)
             n_changes = self.rerate(affected_fg, n_fg, changes, change_rates, 0)
-            # A foreground job whose rate changed re-rates the background of all its nodes.
+            # A foreground job whose rate changed re-rates the background of all its nodes (those
+            # of a job whose nodes are all dirty already are).
             for i in range(n_changes):
                 index = changes[i]
+                if self.all_dirty(index):
+                    continue
                 held = self.node_walk(index)
                 for p in range(self.size[index]):
                     node = held[p]
@@ -1459,8 +1466,16 @@ cdef class _Run:
             self.apply_job_rates(changes, change_rates, n_changes)
         finally:
             free(change_rates)
+            for i in range(n_fg):
+                self.dirty_count[affected_fg[i]] = 0
+            for i in range(n_bg):
+                self.dirty_count[affected_bg[i]] = 0
             self.clear_dirty()
         return 0
+
+    cdef inline bint all_dirty(self, i64 j) noexcept:
+        """During a two-tier rate pass: whether every node of job ``j`` is dirty."""
+        return self.dirty_count[j] == self.size[j]
 
     cdef inline void clear_dirty(self) noexcept:
         """After a rate pass: no node is dirty any more."""
@@ -1532,7 +1547,7 @@ cdef class _Run:
                 raise MemoryError()
             bound = self.n_dirty
             for i in range(n_changes):
-                if self.overflow_may_change(i) or self.n_overflowing:
+                if (self.overflow_may_change(i) or self.n_overflowing) and not self.all_dirty(changes[i]):
                     bound += self.size[changes[i]]
             if bound * 16 < self.n_nodes:
                 # Few: collected, then sorted.
@@ -1543,6 +1558,8 @@ cdef class _Run:
                         nodes[m] = node
                         m += 1
                 for i in range(n_changes):
+                    if self.all_dirty(changes[i]):
+                        continue  # (its nodes are among the dirty)
                     if self.overflow_may_change(i):
                         m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
                     elif self.n_overflowing:
@@ -1554,6 +1571,8 @@ cdef class _Run:
                 for i in range(self.n_dirty):
                     mark[self.dirty[i]] = 1
                 for i in range(n_changes):
+                    if self.all_dirty(changes[i]):
+                        continue
                     held = self.node_walk(changes[i])
                     if self.overflow_may_change(i):
                         for p in range(self.size[changes[i]]):
