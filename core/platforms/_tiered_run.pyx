@@ -426,6 +426,39 @@ cdef class _Ranked:
             f[i] = last
         return top
 
+    def put(self, nodes, keys):
+        """Set each of ``nodes``'s key (``inf``: not a member), for tests from Python."""
+        cdef Py_ssize_t i
+        cdef i64 node
+        if len(nodes) != len(keys):
+            raise ValueError(f"_Ranked.put: {len(nodes)} nodes but {len(keys)} keys")
+        for i in range(len(nodes)):
+            node = nodes[i]
+            if not 0 <= node < self.n:
+                raise ValueError(f"_Ranked.put: node {node} is not in 0 .. {self.n - 1}")
+            self.set(node, keys[i])
+
+    def best(self, Py_ssize_t count, skip=()):
+        """The ids :meth:`smallest` gives for ``count`` leaving out ``skip``, as a list (tests)."""
+        cdef Py_ssize_t i, m
+        cdef i64 node
+        cdef char* marks = <char*>calloc(self.n + 1, 1)
+        cdef KeyNode* found = <KeyNode*>malloc((self.n + 1) * sizeof(KeyNode))
+        cdef i64* out = <i64*>malloc((self.n + 1) * sizeof(i64))
+        try:
+            if marks == NULL or found == NULL or out == NULL:
+                raise MemoryError()
+            for node in skip:
+                if not 0 <= node < self.n:
+                    raise ValueError(f"_Ranked.best: skipped node {node} is not in 0 .. {self.n - 1}")
+                marks[node] = 1
+            m = self.smallest(min(count, self.n), marks, found, out)
+            return [out[i] for i in range(m)]
+        finally:
+            free(marks)
+            free(found)
+            free(out)
+
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
         (fewer if there are fewer); returns how many. Blocks are read by their least
