@@ -27,6 +27,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.limits cimport ULLONG_MAX
 from libc.string cimport memcpy, memmove, memset
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
@@ -155,6 +156,21 @@ DEF RADIX_BITS = 11
 DEF RADIX = 1 << RADIX_BITS
 DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
+DEF BUCKETS = 65536  # the most buckets of _Ranked's sort
+DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
+
+
+DEF LINEAR_FROM = 2  # _Ranked reads every key for a count of at least this share of its members
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long x) nogil
+
+
+cdef inline Py_ssize_t _bucket(unsigned long long bits, unsigned long long lo, Py_ssize_t shift) noexcept nogil:
+    """The bucket of a key's bits in _Ranked's sort: 0 for a zero, else 1 + the offset from
+    ``lo`` (the least non-zero bits) in ``2 ** shift`` wide steps."""
+    return (bits != 0) * (1 + <Py_ssize_t>((bits - lo) >> shift))
 
 
 cdef inline unsigned long long _key_bits(double key) noexcept nogil:
@@ -244,6 +260,19 @@ cdef inline i64 _log2(i64 n) noexcept nogil:
     return bits
 
 
+cdef inline void _insertion_sort(KeyNode* a, Py_ssize_t n) noexcept nogil:
+    """Sort the few ``a[:n]`` by ``(key, node)``."""
+    cdef Py_ssize_t i, j
+    cdef KeyNode x
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and _less(x.key, x.node, a[j].key, a[j].node):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
     """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
     (quickselect, the pivot a median of three; the pairs are distinct)."""
@@ -277,14 +306,7 @@ cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
             lo = i
         else:
             return
-    # The few left: insertion sort.
-    for i in range(lo + 1, hi + 1):
-        swap = a[i]
-        j = i - 1
-        while j >= lo and _less(swap.key, swap.node, a[j].key, a[j].node):
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = swap
+    _insertion_sort(a + lo, hi - lo + 1)  # the few left
 
 
 cdef class _Ranked:
@@ -295,17 +317,20 @@ cdef class _Ranked:
 
     cdef double* keys
     cdef Py_ssize_t n, n_blocks, leaves, n_dirty
+    cdef Py_ssize_t n_members  # the ids whose key is not inf
     cdef double* tree_key  # per tree node: the least key under it (leaves: one block each)
     cdef i64* tree_node  # and the least node id holding it
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
     cdef KeyNode* tmp  # scratch of the sorts
-    cdef unsigned int* counts  # scratch of the radix sort
+    cdef unsigned int* counts  # scratch of the bucket sort
+    cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
         self.n = n
+        self.n_members = n if key != INFINITY else 0
         self.n_blocks = (n >> BLOCK_SHIFT) + 1
         self.leaves = 1
         while self.leaves < self.n_blocks:
@@ -317,8 +342,9 @@ cdef class _Ranked:
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
         self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
-        if self.counts == NULL:
+        self.counts = <unsigned int*>malloc((BUCKETS + 1) * sizeof(unsigned int))
+        self.marks = <unsigned long long*>calloc((n >> 6) + 1, sizeof(unsigned long long))
+        if self.counts == NULL or self.marks == NULL:
             raise MemoryError()
         if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
                 or self.dirty_blocks == NULL or self.frontier == NULL):
@@ -344,6 +370,7 @@ cdef class _Ranked:
         free(self.frontier)
         free(self.tmp)
         free(self.counts)
+        free(self.marks)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -358,6 +385,7 @@ cdef class _Ranked:
 
     cdef inline void set(self, i64 node, double key) noexcept:
         cdef i64 b = node >> BLOCK_SHIFT
+        self.n_members += (key != INFINITY) - (self.keys[node] != INFINITY)
         self.keys[node] = key
         if not self.block_dirty[b]:
             self.block_dirty[b] = 1
@@ -459,20 +487,121 @@ cdef class _Ranked:
             free(found)
             free(out)
 
+    cdef bint sort_found(self, KeyNode* found, Py_ssize_t m, Py_ssize_t count, bint ordered, i64* out) noexcept:
+        """The first ``count`` of ``found[:m]`` (distinct members; ``ordered``: in node order) by
+        ``(key, node)``, ascending, into ``out``; returns False, leaving ``found`` as it was, if a
+        key is not a number >= 0.
+
+        The pairs are put in node order (a bit per node), then spread stably into buckets of
+        their key's bits (whose order is the keys' order): the zeros, then ranges of equal width
+        between the least and the greatest other key, about two pairs per bucket. So equal keys
+        stay in node order (the zeros need no sort), and only the buckets up to the
+        ``count``-th pair are sorted, by insertion (few) or merging."""
+        cdef unsigned long long* marks = self.marks
+        cdef unsigned int* c = self.counts
+        cdef KeyNode* src = found
+        cdef KeyNode* dst = self.tmp
+        cdef unsigned long long bits, word, lo = ULLONG_MAX, hi = 0
+        cdef Py_ssize_t i, w, w_lo = self.n >> 6, w_hi = 0, j, at, total, start, size
+        cdef Py_ssize_t n_buckets = 16, shift = 0
+        cdef bint fits = True
+        cdef i64 node
+        cdef double key
+        for i in range(m):
+            key = found[i].key
+            fits &= key >= 0.0
+            bits = _key_bits(key)
+            if bits and bits < lo:
+                lo = bits
+            if bits > hi:
+                hi = bits
+            if not ordered:
+                node = found[i].node
+                w = node >> 6
+                if w < w_lo:
+                    w_lo = w
+                if w > w_hi:
+                    w_hi = w
+                marks[w] |= (<unsigned long long>1) << (node & 63)
+        if not fits:
+            if not ordered:
+                for i in range(m):
+                    marks[found[i].node >> 6] = 0
+            return False
+        while 2 * n_buckets <= m and n_buckets < BUCKETS:
+            n_buckets *= 2
+        if lo > hi:  # every key is zero
+            lo = hi
+        while ((hi - lo) >> shift) >= <unsigned long long>n_buckets:
+            shift += 1
+        memset(c, 0, (n_buckets + 1) * sizeof(unsigned int))
+        if ordered:
+            for i in range(m):
+                c[_bucket(_key_bits(found[i].key), lo, shift)] += 1
+        else:
+            src = self.tmp
+            dst = found
+            j = 0
+            for w in range(w_lo, w_hi + 1):
+                word = marks[w]
+                if not word:
+                    continue
+                marks[w] = 0
+                while word:
+                    node = (w << 6) | __builtin_ctzll(word)
+                    word &= word - 1
+                    src[j].key = self.keys[node]
+                    src[j].node = node
+                    c[_bucket(_key_bits(src[j].key), lo, shift)] += 1
+                    j += 1
+        total = 0
+        for i in range(n_buckets + 1):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(m):
+            at = _bucket(_key_bits(src[i].key), lo, shift)
+            dst[c[at]] = src[i]
+            c[at] += 1
+        # c[i]: where bucket i ends; the zeros (bucket 0) are in node order
+        start = c[0]
+        for i in range(1, n_buckets + 1):
+            if start >= count:
+                break
+            size = c[i] - start
+            if size <= 16:
+                _insertion_sort(dst + start, size)
+            else:
+                _merge_sort(dst + start, size, src)
+            start = c[i]
+        for i in range(min(m, count)):
+            out[i] = dst[i].node
+        return True
+
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
-        (fewer if there are fewer); returns how many. Blocks are read by their least
-        ``(key, node)``, ascending, until none left can hold a better one than the ``count``-th
-        found (``found``: room for every node)."""
+        (fewer if there are fewer); returns how many (``found``: room for every node). For a
+        count of at least a ``1 / LINEAR_FROM`` share of the members, every key is read in node
+        order; for fewer, blocks are read by their least ``(key, node)``, ascending, until none
+        left can hold a better one than the ``count``-th found."""
         cdef Py_ssize_t m = 0, n_frontier = 0, node, first, last, i
         cdef i64 t
-        cdef bint bounded = False
+        cdef bint bounded = False, ordered = False
         cdef KeyNode bound
+        cdef double key
         if count <= 0:
             return 0
-        self.clean()
-        if self.tree_key[1] != INFINITY:
-            self.frontier_push(&n_frontier, 1)
+        if count * LINEAR_FROM >= self.n_members:
+            for node in range(self.n):
+                key = self.keys[node]
+                found[m].key = key
+                found[m].node = node
+                m += (key != INFINITY) & (skip[node] == 0)
+            ordered = True
+        else:
+            self.clean()
+            if self.tree_key[1] != INFINITY:
+                self.frontier_push(&n_frontier, 1)
         while n_frontier:
             t = self.frontier_pop(&n_frontier)
             if bounded and not _less(self.tree_key[t], self.tree_node[t], bound.key, bound.node):
@@ -503,11 +632,12 @@ cdef class _Ranked:
                     if _less(bound.key, bound.node, found[i].key, found[i].node):
                         bound = found[i]
                 bounded = True
+        if m >= BUCKETS_FROM and self.sort_found(found, m, count, ordered, out):
+            return min(m, count)
         if m > count:
             _select(found, m, count)
             m = count
-        if m < RADIX_FROM or not _radix_sort(found, m, self.tmp, self.counts):
-            _merge_sort(found, m, self.tmp)
+        _merge_sort(found, m, self.tmp)
         for i in range(m):
             out[i] = found[i].node
         return m
