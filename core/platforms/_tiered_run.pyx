@@ -156,15 +156,78 @@ DEF RADIX_BITS = 11
 DEF RADIX = 1 << RADIX_BITS
 DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
-DEF BUCKETS = 65536  # the most buckets of _Ranked's sort
+DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
+DEF FIRST_PER = 64  # ids per bucket of its first spread
+DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
+DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
 DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
-
-
-DEF LINEAR_FROM = 2  # _Ranked reads every key for a count of at least this share of its members
+DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
 
 
 cdef extern from *:
     int __builtin_ctzll(unsigned long long x) nogil
+
+
+cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
+                       unsigned long long hi, Py_ssize_t* shift) noexcept nogil:
+    """The buckets of :func:`_bucket` for ``m`` keys whose bits are ``lo`` (the least non-zero;
+    more than ``hi`` if none) to ``hi`` (the greatest): about ``per`` in each, at most ``most`` (a
+    power of two) of equal width ``2 ** shift``; returns their number, the zeros' bucket included."""
+    cdef Py_ssize_t n_buckets = 16
+    while per * n_buckets * 2 <= m and n_buckets < most:
+        n_buckets *= 2
+    if lo[0] > hi:  # every key is zero
+        lo[0] = hi
+    shift[0] = 0
+    while ((hi - lo[0]) >> shift[0]) >= <unsigned long long>n_buckets:
+        shift[0] += 1
+    return n_buckets + 1
+
+
+cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* c) noexcept nogil:
+    """Sort the pairs ``a[:n]`` (keys > 0, equal keys in node order) by ``(key, node)``, in ``a``
+    or in ``tmp`` (room for ``n``): which one is returned. A few by insertion; more, spread by
+    their keys' bits into about two per bucket (``c``: room for ``BUCKETS + 1``), stably, each
+    bucket then sorted (all by one insertion pass if each is small); one key needs no sort."""
+    cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+    cdef Py_ssize_t i, at, total, start, n_buckets, shift, most = 0
+    if n <= SORT_FEW:
+        _insertion_sort(a, n)
+        return a
+    for i in range(n):
+        bits = _key_bits(a[i].key)
+        if bits < lo:
+            lo = bits
+        if bits > hi:
+            hi = bits
+    if lo == hi:
+        return a
+    n_buckets = _width(n, 2, BUCKETS, &lo, hi, &shift)
+    memset(c, 0, n_buckets * sizeof(unsigned int))
+    for i in range(n):
+        c[_bucket(_key_bits(a[i].key), lo, shift)] += 1
+    total = 0
+    for i in range(n_buckets):
+        at = c[i]
+        c[i] = <unsigned int>total
+        total += at
+        if at > most:
+            most = at
+    for i in range(n):
+        at = _bucket(_key_bits(a[i].key), lo, shift)
+        tmp[c[at]] = a[i]
+        c[at] += 1
+    if most <= SORT_FEW:  # one pass: a pair moves only within its bucket
+        _insertion_sort(tmp, n)
+        return tmp
+    start = 0
+    for i in range(n_buckets):
+        if c[i] - start > SORT_FEW:
+            _merge_sort(tmp + start, c[i] - start, a)
+        else:
+            _insertion_sort(tmp + start, c[i] - start)
+        start = c[i]
+    return tmp
 
 
 cdef inline Py_ssize_t _bucket(unsigned long long bits, unsigned long long lo, Py_ssize_t shift) noexcept nogil:
@@ -323,8 +386,8 @@ cdef class _Ranked:
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
-    cdef KeyNode* tmp  # scratch of the sorts
-    cdef unsigned int* counts  # scratch of the bucket sort
+    cdef KeyNode* tmp  # scratch of the sorts, for 2 * (n + 1) pairs
+    cdef unsigned int* counts  # scratch of the bucket sort: two levels' bucket ends
     cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
 
     def __cinit__(self, Py_ssize_t n, double key):
@@ -341,8 +404,8 @@ cdef class _Ranked:
         self.block_dirty = <char*>calloc(self.n_blocks, 1)
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
-        self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        self.counts = <unsigned int*>malloc((BUCKETS + 1) * sizeof(unsigned int))
+        self.tmp = <KeyNode*>malloc(2 * (n + 1) * sizeof(KeyNode))
+        self.counts = <unsigned int*>malloc(2 * (BUCKETS + 1) * sizeof(unsigned int))
         self.marks = <unsigned long long*>calloc((n >> 6) + 1, sizeof(unsigned long long))
         if self.counts == NULL or self.marks == NULL:
             raise MemoryError()
@@ -487,95 +550,87 @@ cdef class _Ranked:
             free(found)
             free(out)
 
-    cdef bint sort_found(self, KeyNode* found, Py_ssize_t m, Py_ssize_t count, bint ordered, i64* out) noexcept:
-        """The first ``count`` of ``found[:m]`` (distinct members; ``ordered``: in node order) by
-        ``(key, node)``, ascending, into ``out``; returns False, leaving ``found`` as it was, if a
-        key is not a number >= 0.
-
-        The pairs are put in node order (a bit per node), then spread stably into buckets of
-        their key's bits (whose order is the keys' order): the zeros, then ranges of equal width
-        between the least and the greatest other key, about two pairs per bucket. So equal keys
-        stay in node order (the zeros need no sort), and only the buckets up to the
-        ``count``-th pair are sorted, by insertion (few) or merging."""
+    cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept:
+        """The nodes of the pairs ``found[:m]`` (distinct) into ``ids``, ascending (a bit per node)."""
         cdef unsigned long long* marks = self.marks
+        cdef unsigned long long word
+        cdef Py_ssize_t i, j = 0, w, w_lo = self.n >> 6, w_hi = 0
+        cdef i64 node
+        for i in range(m):
+            node = found[i].node
+            w = node >> 6
+            if w < w_lo:
+                w_lo = w
+            if w > w_hi:
+                w_hi = w
+            marks[w] |= (<unsigned long long>1) << (node & 63)
+        for w in range(w_lo, w_hi + 1):
+            word = marks[w]
+            if not word:
+                continue
+            marks[w] = 0
+            while word:
+                ids[j] = (w << 6) | __builtin_ctzll(word)
+                word &= word - 1
+                j += 1
+
+    cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept:
+        """The first ``count`` by ``(key, node)`` of the members ``ids[:m]`` (ascending; then room
+        for ``m`` more) into ``out``; returns False, having written nothing, if a key is not a
+        number >= 0 (``loc``: room for ``m`` pairs, ``self.tmp`` after the ids for as many).
+
+        The ids are spread stably into buckets by their key's bits (:func:`_bucket`), whose order
+        is the keys' order: the zeros, in node order, need no sort; then, from the first, each
+        bucket up to the ``count``-th id is sorted (:func:`_sort_bucket`). The first spread has
+        few buckets, and ids, not pairs, so that it writes to few places at a time."""
+        cdef double* keys = self.keys
+        cdef i64* spread = ids + m
         cdef unsigned int* c = self.counts
-        cdef KeyNode* src = found
-        cdef KeyNode* dst = self.tmp
-        cdef unsigned long long bits, word, lo = ULLONG_MAX, hi = 0
-        cdef Py_ssize_t i, w, w_lo = self.n >> 6, w_hi = 0, j, at, total, start, size
-        cdef Py_ssize_t n_buckets = 16, shift = 0
+        cdef KeyNode* sorted_
+        cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+        cdef Py_ssize_t i, k, at, total, start, size, n_buckets, shift
         cdef bint fits = True
         cdef i64 node
         cdef double key
         for i in range(m):
-            key = found[i].key
+            key = keys[ids[i]]
             fits &= key >= 0.0
             bits = _key_bits(key)
             if bits and bits < lo:
                 lo = bits
             if bits > hi:
                 hi = bits
-            if not ordered:
-                node = found[i].node
-                w = node >> 6
-                if w < w_lo:
-                    w_lo = w
-                if w > w_hi:
-                    w_hi = w
-                marks[w] |= (<unsigned long long>1) << (node & 63)
         if not fits:
-            if not ordered:
-                for i in range(m):
-                    marks[found[i].node >> 6] = 0
             return False
-        while 2 * n_buckets <= m and n_buckets < BUCKETS:
-            n_buckets *= 2
-        if lo > hi:  # every key is zero
-            lo = hi
-        while ((hi - lo) >> shift) >= <unsigned long long>n_buckets:
-            shift += 1
-        memset(c, 0, (n_buckets + 1) * sizeof(unsigned int))
-        if ordered:
-            for i in range(m):
-                c[_bucket(_key_bits(found[i].key), lo, shift)] += 1
-        else:
-            src = self.tmp
-            dst = found
-            j = 0
-            for w in range(w_lo, w_hi + 1):
-                word = marks[w]
-                if not word:
-                    continue
-                marks[w] = 0
-                while word:
-                    node = (w << 6) | __builtin_ctzll(word)
-                    word &= word - 1
-                    src[j].key = self.keys[node]
-                    src[j].node = node
-                    c[_bucket(_key_bits(src[j].key), lo, shift)] += 1
-                    j += 1
+        n_buckets = _width(m, FIRST_PER, FIRST_MOST, &lo, hi, &shift)
+        memset(c, 0, n_buckets * sizeof(unsigned int))
+        for i in range(m):
+            c[_bucket(_key_bits(keys[ids[i]]), lo, shift)] += 1
         total = 0
-        for i in range(n_buckets + 1):
+        for i in range(n_buckets):
             at = c[i]
             c[i] = <unsigned int>total
             total += at
         for i in range(m):
-            at = _bucket(_key_bits(src[i].key), lo, shift)
-            dst[c[at]] = src[i]
+            node = ids[i]
+            at = _bucket(_key_bits(keys[node]), lo, shift)
+            spread[c[at]] = node
             c[at] += 1
-        # c[i]: where bucket i ends; the zeros (bucket 0) are in node order
-        start = c[0]
-        for i in range(1, n_buckets + 1):
+        # c[i]: where bucket i ends
+        start = min(<Py_ssize_t>c[0], count)
+        memcpy(out, spread, start * sizeof(i64))
+        for i in range(1, n_buckets):
             if start >= count:
                 break
             size = c[i] - start
-            if size <= 16:
-                _insertion_sort(dst + start, size)
-            else:
-                _merge_sort(dst + start, size, src)
+            for k in range(size):
+                node = spread[start + k]
+                loc[k].key = keys[node]
+                loc[k].node = node
+            sorted_ = _sort_bucket(loc, size, self.tmp + self.n + 1, self.counts + BUCKETS + 1)
+            for k in range(min(size, count - start)):
+                out[start + k] = sorted_[k].node
             start = c[i]
-        for i in range(min(m, count)):
-            out[i] = dst[i].node
         return True
 
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
@@ -586,18 +641,21 @@ cdef class _Ranked:
         left can hold a better one than the ``count``-th found."""
         cdef Py_ssize_t m = 0, n_frontier = 0, node, first, last, i
         cdef i64 t
-        cdef bint bounded = False, ordered = False
+        cdef bint bounded = False, linear
         cdef KeyNode bound
-        cdef double key
-        if count <= 0:
+        cdef i64* ids = <i64*>self.tmp  # room for 2 * (n + 1)
+        if count <= 0 or self.n_members == 0:
             return 0
-        if count * LINEAR_FROM >= self.n_members:
+        linear = count * LINEAR_FROM >= self.n_members
+        if linear:
             for node in range(self.n):
-                key = self.keys[node]
-                found[m].key = key
-                found[m].node = node
-                m += (key != INFINITY) & (skip[node] == 0)
-            ordered = True
+                ids[m] = node
+                m += (self.keys[node] != INFINITY) & (skip[node] == 0)
+            if m >= BUCKETS_FROM and self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
+            for i in range(m):
+                found[i].key = self.keys[ids[i]]
+                found[i].node = ids[i]
         else:
             self.clean()
             if self.tree_key[1] != INFINITY:
@@ -632,8 +690,10 @@ cdef class _Ranked:
                     if _less(bound.key, bound.node, found[i].key, found[i].node):
                         bound = found[i]
                 bounded = True
-        if m >= BUCKETS_FROM and self.sort_found(found, m, count, ordered, out):
-            return min(m, count)
+        if m >= BUCKETS_FROM and not linear:
+            self.node_order(found, m, ids)
+            if self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
         if m > count:
             _select(found, m, count)
             m = count
