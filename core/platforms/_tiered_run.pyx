@@ -27,6 +27,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.limits cimport ULLONG_MAX
 from libc.string cimport memcpy, memmove, memset
 
 cdef extern from *:
@@ -173,6 +174,84 @@ DEF RADIX_BITS = 11
 DEF RADIX = 1 << RADIX_BITS
 DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
+DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
+DEF FIRST_PER = 64  # ids per bucket of its first spread
+DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
+DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
+DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
+DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long x) nogil
+
+
+cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
+                       unsigned long long hi, Py_ssize_t* shift) noexcept nogil:
+    """The buckets of :func:`_bucket` for ``m`` keys whose bits are ``lo`` (the least non-zero;
+    more than ``hi`` if none) to ``hi`` (the greatest): about ``per`` in each, at most ``most`` (a
+    power of two) of equal width ``2 ** shift``; returns their number, the zeros' bucket included."""
+    cdef Py_ssize_t n_buckets = 16
+    while per * n_buckets * 2 <= m and n_buckets < most:
+        n_buckets *= 2
+    if lo[0] > hi:  # every key is zero
+        lo[0] = hi
+    shift[0] = 0
+    while ((hi - lo[0]) >> shift[0]) >= <unsigned long long>n_buckets:
+        shift[0] += 1
+    return n_buckets + 1
+
+
+cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* c) noexcept nogil:
+    """Sort the pairs ``a[:n]`` (keys > 0, equal keys in node order) by ``(key, node)``, in ``a``
+    or in ``tmp`` (room for ``n``): which one is returned. A few by insertion; more, spread by
+    their keys' bits into about two per bucket (``c``: room for ``BUCKETS + 1``), stably, each
+    bucket then sorted (all by one insertion pass if each is small); one key needs no sort."""
+    cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+    cdef Py_ssize_t i, at, total, start, n_buckets, shift, most = 0
+    if n <= SORT_FEW:
+        _insertion_sort(a, n)
+        return a
+    for i in range(n):
+        bits = _key_bits(a[i].key)
+        if bits < lo:
+            lo = bits
+        if bits > hi:
+            hi = bits
+    if lo == hi:
+        return a
+    n_buckets = _width(n, 2, BUCKETS, &lo, hi, &shift)
+    memset(c, 0, n_buckets * sizeof(unsigned int))
+    for i in range(n):
+        c[_bucket(_key_bits(a[i].key), lo, shift)] += 1
+    total = 0
+    for i in range(n_buckets):
+        at = c[i]
+        c[i] = <unsigned int>total
+        total += at
+        if at > most:
+            most = at
+    for i in range(n):
+        at = _bucket(_key_bits(a[i].key), lo, shift)
+        tmp[c[at]] = a[i]
+        c[at] += 1
+    if most <= SORT_FEW:  # one pass: a pair moves only within its bucket
+        _insertion_sort(tmp, n)
+        return tmp
+    start = 0
+    for i in range(n_buckets):
+        if c[i] - start > SORT_FEW:
+            _merge_sort(tmp + start, c[i] - start, a)
+        else:
+            _insertion_sort(tmp + start, c[i] - start)
+        start = c[i]
+    return tmp
+
+
+cdef inline Py_ssize_t _bucket(unsigned long long bits, unsigned long long lo, Py_ssize_t shift) noexcept nogil:
+    """The bucket of a key's bits in _Ranked's sort: 0 for a zero, else 1 + the offset from
+    ``lo`` (the least non-zero bits) in ``2 ** shift`` wide steps."""
+    return (bits != 0) * (1 + <Py_ssize_t>((bits - lo) >> shift))
 
 
 cdef inline unsigned long long _key_bits(double key) noexcept nogil:
@@ -262,6 +341,19 @@ cdef inline i64 _log2(i64 n) noexcept nogil:
     return bits
 
 
+cdef inline void _insertion_sort(KeyNode* a, Py_ssize_t n) noexcept nogil:
+    """Sort the few ``a[:n]`` by ``(key, node)``."""
+    cdef Py_ssize_t i, j
+    cdef KeyNode x
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and _less(x.key, x.node, a[j].key, a[j].node):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
     """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
     (quickselect, the pivot a median of three; the pairs are distinct)."""
@@ -295,14 +387,7 @@ cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
             lo = i
         else:
             return
-    # The few left: insertion sort.
-    for i in range(lo + 1, hi + 1):
-        swap = a[i]
-        j = i - 1
-        while j >= lo and _less(swap.key, swap.node, a[j].key, a[j].node):
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = swap
+    _insertion_sort(a + lo, hi - lo + 1)  # the few left
 
 
 cdef class _Ranked:
@@ -313,17 +398,20 @@ cdef class _Ranked:
 
     cdef double* keys
     cdef Py_ssize_t n, n_blocks, leaves, n_dirty
+    cdef Py_ssize_t n_members  # the ids whose key is not inf
     cdef double* tree_key  # per tree node: the least key under it (leaves: one block each)
     cdef i64* tree_node  # and the least node id holding it
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
-    cdef KeyNode* tmp  # scratch of the sorts
-    cdef unsigned int* counts  # scratch of the radix sort
+    cdef KeyNode* tmp  # scratch of the sorts, for 2 * (n + 1) pairs
+    cdef unsigned int* counts  # scratch of the bucket sort: two levels' bucket ends
+    cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
         self.n = n
+        self.n_members = n if key != INFINITY else 0
         self.n_blocks = (n >> BLOCK_SHIFT) + 1
         self.leaves = 1
         while self.leaves < self.n_blocks:
@@ -334,9 +422,10 @@ cdef class _Ranked:
         self.block_dirty = <char*>calloc(self.n_blocks, 1)
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
-        self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
-        if self.counts == NULL:
+        self.tmp = <KeyNode*>malloc(2 * (n + 1) * sizeof(KeyNode))
+        self.counts = <unsigned int*>malloc(2 * (BUCKETS + 1) * sizeof(unsigned int))
+        self.marks = <unsigned long long*>calloc((n >> 6) + 1, sizeof(unsigned long long))
+        if self.counts == NULL or self.marks == NULL:
             raise MemoryError()
         if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
                 or self.dirty_blocks == NULL or self.frontier == NULL):
@@ -362,6 +451,7 @@ cdef class _Ranked:
         free(self.frontier)
         free(self.tmp)
         free(self.counts)
+        free(self.marks)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -376,6 +466,7 @@ cdef class _Ranked:
 
     cdef inline void set(self, i64 node, double key) noexcept:
         cdef i64 b = node >> BLOCK_SHIFT
+        self.n_members += (key != INFINITY) - (self.keys[node] != INFINITY)
         self.keys[node] = key
         if not self.block_dirty[b]:
             self.block_dirty[b] = 1
@@ -444,20 +535,149 @@ cdef class _Ranked:
             f[i] = last
         return top
 
+    def put(self, nodes, keys):
+        """Set each of ``nodes``'s key (``inf``: not a member), for tests from Python."""
+        cdef Py_ssize_t i
+        cdef i64 node
+        if len(nodes) != len(keys):
+            raise ValueError(f"_Ranked.put: {len(nodes)} nodes but {len(keys)} keys")
+        for i in range(len(nodes)):
+            node = nodes[i]
+            if not 0 <= node < self.n:
+                raise ValueError(f"_Ranked.put: node {node} is not in 0 .. {self.n - 1}")
+            self.set(node, keys[i])
+
+    def best(self, Py_ssize_t count, skip=()):
+        """The ids :meth:`smallest` gives for ``count`` leaving out ``skip``, as a list (tests)."""
+        cdef Py_ssize_t i, m
+        cdef i64 node
+        cdef char* marks = <char*>calloc(self.n + 1, 1)
+        cdef KeyNode* found = <KeyNode*>malloc((self.n + 1) * sizeof(KeyNode))
+        cdef i64* out = <i64*>malloc((self.n + 1) * sizeof(i64))
+        try:
+            if marks == NULL or found == NULL or out == NULL:
+                raise MemoryError()
+            for node in skip:
+                if not 0 <= node < self.n:
+                    raise ValueError(f"_Ranked.best: skipped node {node} is not in 0 .. {self.n - 1}")
+                marks[node] = 1
+            m = self.smallest(min(count, self.n), marks, found, out)
+            return [out[i] for i in range(m)]
+        finally:
+            free(marks)
+            free(found)
+            free(out)
+
+    cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept:
+        """The nodes of the pairs ``found[:m]`` (distinct) into ``ids``, ascending (a bit per node)."""
+        cdef unsigned long long* marks = self.marks
+        cdef unsigned long long word
+        cdef Py_ssize_t i, j = 0, w, w_lo = self.n >> 6, w_hi = 0
+        cdef i64 node
+        for i in range(m):
+            node = found[i].node
+            w = node >> 6
+            if w < w_lo:
+                w_lo = w
+            if w > w_hi:
+                w_hi = w
+            marks[w] |= (<unsigned long long>1) << (node & 63)
+        for w in range(w_lo, w_hi + 1):
+            word = marks[w]
+            if not word:
+                continue
+            marks[w] = 0
+            while word:
+                ids[j] = (w << 6) | __builtin_ctzll(word)
+                word &= word - 1
+                j += 1
+
+    cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept:
+        """The first ``count`` by ``(key, node)`` of the members ``ids[:m]`` (ascending; then room
+        for ``m`` more) into ``out``; returns False, having written nothing, if a key is not a
+        number >= 0 (``loc``: room for ``m`` pairs, ``self.tmp`` after the ids for as many).
+
+        The ids are spread stably into buckets by their key's bits (:func:`_bucket`), whose order
+        is the keys' order: the zeros, in node order, need no sort; then, from the first, each
+        bucket up to the ``count``-th id is sorted (:func:`_sort_bucket`). The first spread has
+        few buckets, and ids, not pairs, so that it writes to few places at a time."""
+        cdef double* keys = self.keys
+        cdef i64* spread = ids + m
+        cdef unsigned int* c = self.counts
+        cdef KeyNode* sorted_
+        cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+        cdef Py_ssize_t i, k, at, total, start, size, n_buckets, shift
+        cdef bint fits = True
+        cdef i64 node
+        cdef double key
+        for i in range(m):
+            key = keys[ids[i]]
+            fits &= key >= 0.0
+            bits = _key_bits(key)
+            if bits and bits < lo:
+                lo = bits
+            if bits > hi:
+                hi = bits
+        if not fits:
+            return False
+        n_buckets = _width(m, FIRST_PER, FIRST_MOST, &lo, hi, &shift)
+        memset(c, 0, n_buckets * sizeof(unsigned int))
+        for i in range(m):
+            c[_bucket(_key_bits(keys[ids[i]]), lo, shift)] += 1
+        total = 0
+        for i in range(n_buckets):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(m):
+            node = ids[i]
+            at = _bucket(_key_bits(keys[node]), lo, shift)
+            spread[c[at]] = node
+            c[at] += 1
+        # c[i]: where bucket i ends
+        start = min(<Py_ssize_t>c[0], count)
+        memcpy(out, spread, start * sizeof(i64))
+        for i in range(1, n_buckets):
+            if start >= count:
+                break
+            size = c[i] - start
+            for k in range(size):
+                node = spread[start + k]
+                loc[k].key = keys[node]
+                loc[k].node = node
+            sorted_ = _sort_bucket(loc, size, self.tmp + self.n + 1, self.counts + BUCKETS + 1)
+            for k in range(min(size, count - start)):
+                out[start + k] = sorted_[k].node
+            start = c[i]
+        return True
+
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
-        (fewer if there are fewer); returns how many. Blocks are read by their least
-        ``(key, node)``, ascending, until none left can hold a better one than the ``count``-th
-        found (``found``: room for every node)."""
+        (fewer if there are fewer); returns how many (``found``: room for every node). For a
+        count of at least a ``1 / LINEAR_FROM`` share of the members, every key is read in node
+        order; for fewer, blocks are read by their least ``(key, node)``, ascending, until none
+        left can hold a better one than the ``count``-th found."""
         cdef Py_ssize_t m = 0, n_frontier = 0, node, first, last, i
         cdef i64 t
-        cdef bint bounded = False
+        cdef bint bounded = False, linear
         cdef KeyNode bound
-        if count <= 0:
+        cdef i64* ids = <i64*>self.tmp  # room for 2 * (n + 1)
+        if count <= 0 or self.n_members == 0:
             return 0
-        self.clean()
-        if self.tree_key[1] != INFINITY:
-            self.frontier_push(&n_frontier, 1)
+        linear = count * LINEAR_FROM >= self.n_members
+        if linear:
+            for node in range(self.n):
+                ids[m] = node
+                m += (self.keys[node] != INFINITY) & (skip[node] == 0)
+            if m >= BUCKETS_FROM and self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
+            for i in range(m):
+                found[i].key = self.keys[ids[i]]
+                found[i].node = ids[i]
+        else:
+            self.clean()
+            if self.tree_key[1] != INFINITY:
+                self.frontier_push(&n_frontier, 1)
         while n_frontier:
             t = self.frontier_pop(&n_frontier)
             if bounded and not _less(self.tree_key[t], self.tree_node[t], bound.key, bound.node):
@@ -488,11 +708,14 @@ cdef class _Ranked:
                     if _less(bound.key, bound.node, found[i].key, found[i].node):
                         bound = found[i]
                 bounded = True
+        if m >= BUCKETS_FROM and not linear:
+            self.node_order(found, m, ids)
+            if self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
         if m > count:
             _select(found, m, count)
             m = count
-        if m < RADIX_FROM or not _radix_sort(found, m, self.tmp, self.counts):
-            _merge_sort(found, m, self.tmp)
+        _merge_sort(found, m, self.tmp)
         for i in range(m):
             out[i] = found[i].node
         return m
