@@ -376,7 +376,8 @@ cdef class _Ranked:
     """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
     array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament tree over the blocks'
     least ``(key, node)``, so that picking the ``count`` best visits the blocks that can hold a
-    winner, best first, in about ``O(count log n)``, and never reads every node."""
+    winner, best first, in about ``O(count log n)``, and does not read every node unless the
+    count is a large share of the members (then reading them all in order is cheaper)."""
 
     cdef double* keys
     cdef Py_ssize_t n, n_blocks, leaves, n_dirty
