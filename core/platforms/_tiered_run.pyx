@@ -165,7 +165,15 @@ DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEA
 
 
 cdef extern from *:
-    int __builtin_ctzll(unsigned long long x) nogil
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int ranked_ctz64(unsigned long long x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    #else
+    static inline int ranked_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    #endif
+    """
+    int ranked_ctz64(unsigned long long x) nogil  # the lowest set bit's index (x != 0)
 
 
 cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
@@ -571,7 +579,7 @@ cdef class _Ranked:
                 continue
             marks[w] = 0
             while word:
-                ids[j] = (w << 6) | __builtin_ctzll(word)
+                ids[j] = (w << 6) | ranked_ctz64(word)
                 word &= word - 1
                 j += 1
 
