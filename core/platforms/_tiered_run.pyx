@@ -175,7 +175,7 @@ DEF RADIX = 1 << RADIX_BITS
 DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
 DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
-DEF FIRST_PER = 64  # ids per bucket of its first spread
+DEF FIRST_PER = 64  # ids per bucket of its first spread (to twice as many)
 DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
 DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
 DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
@@ -183,14 +183,23 @@ DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEA
 
 
 cdef extern from *:
-    int __builtin_ctzll(unsigned long long x) nogil
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int ranked_ctz64(unsigned long long x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    #else
+    static inline int ranked_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    #endif
+    """
+    int ranked_ctz64(unsigned long long x) nogil  # the lowest set bit's index (x != 0)
 
 
 cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
                        unsigned long long hi, Py_ssize_t* shift) noexcept nogil:
     """The buckets of :func:`_bucket` for ``m`` keys whose bits are ``lo`` (the least non-zero;
-    more than ``hi`` if none) to ``hi`` (the greatest): about ``per`` in each, at most ``most`` (a
-    power of two) of equal width ``2 ** shift``; returns their number, the zeros' bucket included."""
+    more than ``hi`` if none) to ``hi`` (the greatest): ``per`` to ``2 * per`` keys a bucket on
+    average, at most ``most`` buckets (a power of two), of equal width ``2 ** shift``; returns their
+    number, the zeros' bucket included."""
     cdef Py_ssize_t n_buckets = 16
     while per * n_buckets * 2 <= m and n_buckets < most:
         n_buckets *= 2
@@ -205,7 +214,7 @@ cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned l
 cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* c) noexcept nogil:
     """Sort the pairs ``a[:n]`` (keys > 0, equal keys in node order) by ``(key, node)``, in ``a``
     or in ``tmp`` (room for ``n``): which one is returned. A few by insertion; more, spread by
-    their keys' bits into about two per bucket (``c``: room for ``BUCKETS + 1``), stably, each
+    their keys' bits into one or two per bucket (``c``: room for ``BUCKETS + 1``), stably, each
     bucket then sorted (all by one insertion pass if each is small); one key needs no sort."""
     cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
     cdef Py_ssize_t i, at, total, start, n_buckets, shift, most = 0
@@ -220,7 +229,7 @@ cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int*
             hi = bits
     if lo == hi:
         return a
-    n_buckets = _width(n, 2, BUCKETS, &lo, hi, &shift)
+    n_buckets = _width(n, 1, BUCKETS, &lo, hi, &shift)
     memset(c, 0, n_buckets * sizeof(unsigned int))
     for i in range(n):
         c[_bucket(_key_bits(a[i].key), lo, shift)] += 1
@@ -394,7 +403,8 @@ cdef class _Ranked:
     """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
     array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament tree over the blocks'
     least ``(key, node)``, so that picking the ``count`` best visits the blocks that can hold a
-    winner, best first, in about ``O(count log n)``, and never reads every node."""
+    winner, best first, in about ``O(count log n)``, and does not read every node unless the
+    count is a large share of the members (then reading them all in order is cheaper)."""
 
     cdef double* keys
     cdef Py_ssize_t n, n_blocks, leaves, n_dirty
@@ -588,7 +598,7 @@ cdef class _Ranked:
                 continue
             marks[w] = 0
             while word:
-                ids[j] = (w << 6) | __builtin_ctzll(word)
+                ids[j] = (w << 6) | ranked_ctz64(word)
                 word &= word - 1
                 j += 1
 
