@@ -32,14 +32,17 @@ from libc.string cimport memcpy, memmove, memset
 
 cdef extern from *:
     """
-    /* The trailing zeros of a nonzero word, and eight bytes read as a word whose lowest byte is
-       the first (so that its trailing zeros / 8 is the first nonzero byte's place). */
-    #if defined(__GNUC__) || defined(__clang__)
+    /* The lowest set bit's index of a nonzero word, and eight bytes read as a word whose lowest
+       byte is the first (so that its lowest set bit / 8 is the first nonzero byte's place). */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int TIERSWEEP_CTZ64(unsigned long long x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    #elif defined(__GNUC__) || defined(__clang__)
     #define TIERSWEEP_CTZ64(x) __builtin_ctzll(x)
     #else
     static int TIERSWEEP_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
     #endif
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
     #define TIERSWEEP_FIRST_BYTE_LOW(x) __builtin_bswap64(x)
     #else
     #define TIERSWEEP_FIRST_BYTE_LOW(x) (x)
@@ -180,18 +183,6 @@ DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
 DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
 DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
 DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
-
-
-cdef extern from *:
-    """
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static __inline int ranked_ctz64(unsigned long long x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
-    #else
-    static inline int ranked_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    #endif
-    """
-    int ranked_ctz64(unsigned long long x) nogil  # the lowest set bit's index (x != 0)
 
 
 cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
@@ -598,7 +589,7 @@ cdef class _Ranked:
                 continue
             marks[w] = 0
             while word:
-                ids[j] = (w << 6) | ranked_ctz64(word)
+                ids[j] = (w << 6) | TIERSWEEP_CTZ64(word)
                 word &= word - 1
                 j += 1
 
