@@ -270,6 +270,30 @@ def test_a_machine_with_vectorised_state_and_wide_jobs_is_identical_on_both_path
     _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} on 2,100 nodes")
 
 
+@pytest.mark.parametrize("policy", ["amcbf", "keasy"])
+def test_overflowing_nodes_under_wide_jobs_are_identical_on_both_paths(monkeypatch, policy):
+    # CPU use near 1, no foreground overhead, full background efficiency and estimates that say
+    # nothing: nodes exceed their CPU under the 4 % idle floor while wide jobs' rates rise and
+    # fall. The compiled run re-measures only the nodes whose overflow can change (a rate that
+    # fell cannot raise it; one that rose can, on any node of its job).
+    spec = _model_spec("lublin03", 1500, 3000, policy, 2, seed=1)
+    spec["workload"].update(load=0.95, max_size=3000, cpu_usage=[0.95, 1.0])
+    if policy != "keasy":
+        spec["workload"].update(cpu_accuracy=0.0, cpu_guess="prior")  # (under the threshold)
+    spec["platform"].update(fg_overhead=0.0, bg_efficiency=1.0)
+    overflow: list[float] = []
+    original = Engine.run
+
+    def spy(engine: Engine) -> None:
+        original(engine)
+        overflow.append(engine.overflow_seconds)
+
+    monkeypatch.setattr(Engine, "run", spy)
+    compiled, reference = _both_paths(monkeypatch, spec)
+    assert overflow[0] > 0 and overflow[0] == overflow[1], overflow
+    _assert_identical(compiled, reference, f"{policy}, overflowing nodes")
+
+
 @pytest.mark.parametrize("policy", WHOLE_RUN_POLICIES)
 @pytest.mark.parametrize(
     "options",

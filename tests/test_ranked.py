@@ -127,3 +127,71 @@ def test_blocks_give_the_schedule_of_a_whole_sort(monkeypatch, policy, nodes):
     for other in runs[1:]:
         for column in ("start_time", "finish_time", "migrations"):
             assert np.array_equal(np.asarray(runs[0][column]), np.asarray(other[column]), equal_nan=True), column
+
+
+def _compiled_ranked():
+    return pytest.importorskip("tiersweep.core.platforms._tiered_run")._Ranked
+
+
+def _reference(keys: dict, skip, count: int) -> list:
+    return [node for key, node in sorted((k, n) for n, k in keys.items() if n not in skip)][:max(count, 0)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    space=st.integers(1, 60),
+    start=st.sampled_from([0.0, np.inf]),
+    batches=st.lists(st.dictionaries(st.integers(0, 59), st.one_of(st.none(), KEYS, st.just(-0.0)), max_size=40),
+                     max_size=6),
+    picks=st.lists(st.tuples(st.integers(-1, 70), st.sets(st.integers(0, 59))), min_size=1, max_size=3),
+)
+def test_compiled_ranked_picks_as_a_sort_of_few(space, start, batches, picks):
+    # The compiled index (blocks of 16 ids under a tournament tree): updates between picks, so
+    # that the picks read freshly cleaned blocks; ties, -0.0 and 0.0 alike, skips, any count.
+    ranked = _compiled_ranked()(space, start)
+    truth = dict.fromkeys(range(space), start)
+    for changes in batches:
+        changes = {node: key for node, key in changes.items() if node < space}
+        ranked.put(list(changes), [np.inf if key is None else key for key in changes.values()])
+        truth.update((node, np.inf if key is None else key) for node, key in changes.items())
+        members = {node: key for node, key in truth.items() if key != np.inf}
+        for count, skip in picks:
+            skip = {node for node in skip if node < space}
+            assert ranked.best(count, skip) == _reference(members, skip, count)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    space=st.integers(200, 4000),
+    seed=st.integers(0, 2**32 - 1),
+    shares=st.tuples(*[st.sampled_from([0.0, 0.05, 0.3, 0.9])] * 4),
+    counts=st.lists(st.floats(0.0, 1.2), min_size=1, max_size=3),
+    negative=st.booleans(),
+)
+def test_compiled_ranked_picks_as_a_sort_of_many(space, seed, shares, counts, negative):
+    # Many members (the sorts for hundreds of ids and more): continuous keys in [0, 1) with a
+    # share of zeros (signed alike), of a few common values, of near neighbours, of non-members
+    # and of skips; counts from 0 to above the member count; negative keys (another sort).
+    zeros, common, absent, skipped = shares
+    rng = np.random.default_rng(seed)
+    keys = rng.random(space) ** 3
+    draw = rng.random(space)
+    keys[draw < common] = rng.choice([0.25, 0.5, 0.75, 1e-300, 5e-324], space)[draw < common]
+    zero = rng.random(space) < zeros
+    keys[zero] = rng.choice([0.0, -0.0], space)[zero]
+    near = rng.random(space) < 0.1
+    keys[near] = np.nextafter(0.125, 1.0) + rng.integers(0, 4, space)[near] * 2.0**-55
+    if negative:
+        keys[rng.random(space) < 0.1] = -0.5
+    keys[rng.random(space) < absent] = np.inf
+    skip = set(np.flatnonzero(rng.random(space) < skipped).tolist())
+    ranked = _compiled_ranked()(space, np.inf)
+    order = rng.permutation(space)
+    half = space // 2
+    ranked.put(order[:half].tolist(), keys[order[:half]].tolist())
+    ranked.best(space // 3, skip)  # a pick between the updates
+    ranked.put(order[half:].tolist(), keys[order[half:]].tolist())
+    members = {node: float(key) for node, key in enumerate(keys) if key != np.inf}
+    for share in counts:
+        count = int(share * len(members))
+        assert ranked.best(count, skip) == _reference(members, skip, count)

@@ -27,7 +27,29 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.limits cimport ULLONG_MAX
 from libc.string cimport memcpy, memmove, memset
+
+cdef extern from *:
+    """
+    /* The lowest set bit's index of a nonzero word, and eight bytes read as a word whose lowest
+       byte is the first (so that its lowest set bit / 8 is the first nonzero byte's place). */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int TIERSWEEP_CTZ64(unsigned long long x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    #elif defined(__GNUC__) || defined(__clang__)
+    #define TIERSWEEP_CTZ64(x) __builtin_ctzll(x)
+    #else
+    static int TIERSWEEP_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    #endif
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
+    #define TIERSWEEP_FIRST_BYTE_LOW(x) __builtin_bswap64(x)
+    #else
+    #define TIERSWEEP_FIRST_BYTE_LOW(x) (x)
+    #endif
+    """
+    int TIERSWEEP_CTZ64(unsigned long long x) noexcept nogil
+    unsigned long long TIERSWEEP_FIRST_BYTE_LOW(unsigned long long x) noexcept nogil
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
 DEF FINISH = 0
@@ -155,6 +177,81 @@ DEF RADIX_BITS = 11
 DEF RADIX = 1 << RADIX_BITS
 DEF RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort
+DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
+DEF FIRST_PER = 64  # ids per bucket of its first spread (to twice as many)
+DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
+DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
+DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
+DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
+
+
+cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned long long* lo,
+                       unsigned long long hi, Py_ssize_t* shift) noexcept nogil:
+    """The buckets of :func:`_bucket` for ``m`` keys whose bits are ``lo`` (the least non-zero;
+    more than ``hi`` if none) to ``hi`` (the greatest): ``per`` to ``2 * per`` keys a bucket on
+    average, at most ``most`` buckets (a power of two), of equal width ``2 ** shift``; returns their
+    number, the zeros' bucket included."""
+    cdef Py_ssize_t n_buckets = 16
+    while per * n_buckets * 2 <= m and n_buckets < most:
+        n_buckets *= 2
+    if lo[0] > hi:  # every key is zero
+        lo[0] = hi
+    shift[0] = 0
+    while ((hi - lo[0]) >> shift[0]) >= <unsigned long long>n_buckets:
+        shift[0] += 1
+    return n_buckets + 1
+
+
+cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* c) noexcept nogil:
+    """Sort the pairs ``a[:n]`` (keys > 0, equal keys in node order) by ``(key, node)``, in ``a``
+    or in ``tmp`` (room for ``n``): which one is returned. A few by insertion; more, spread by
+    their keys' bits into one or two per bucket (``c``: room for ``BUCKETS + 1``), stably, each
+    bucket then sorted (all by one insertion pass if each is small); one key needs no sort."""
+    cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+    cdef Py_ssize_t i, at, total, start, n_buckets, shift, most = 0
+    if n <= SORT_FEW:
+        _insertion_sort(a, n)
+        return a
+    for i in range(n):
+        bits = _key_bits(a[i].key)
+        if bits < lo:
+            lo = bits
+        if bits > hi:
+            hi = bits
+    if lo == hi:
+        return a
+    n_buckets = _width(n, 1, BUCKETS, &lo, hi, &shift)
+    memset(c, 0, n_buckets * sizeof(unsigned int))
+    for i in range(n):
+        c[_bucket(_key_bits(a[i].key), lo, shift)] += 1
+    total = 0
+    for i in range(n_buckets):
+        at = c[i]
+        c[i] = <unsigned int>total
+        total += at
+        if at > most:
+            most = at
+    for i in range(n):
+        at = _bucket(_key_bits(a[i].key), lo, shift)
+        tmp[c[at]] = a[i]
+        c[at] += 1
+    if most <= SORT_FEW:  # one pass: a pair moves only within its bucket
+        _insertion_sort(tmp, n)
+        return tmp
+    start = 0
+    for i in range(n_buckets):
+        if c[i] - start > SORT_FEW:
+            _merge_sort(tmp + start, c[i] - start, a)
+        else:
+            _insertion_sort(tmp + start, c[i] - start)
+        start = c[i]
+    return tmp
+
+
+cdef inline Py_ssize_t _bucket(unsigned long long bits, unsigned long long lo, Py_ssize_t shift) noexcept nogil:
+    """The bucket of a key's bits in _Ranked's sort: 0 for a zero, else 1 + the offset from
+    ``lo`` (the least non-zero bits) in ``2 ** shift`` wide steps."""
+    return (bits != 0) * (1 + <Py_ssize_t>((bits - lo) >> shift))
 
 
 cdef inline unsigned long long _key_bits(double key) noexcept nogil:
@@ -244,6 +341,19 @@ cdef inline i64 _log2(i64 n) noexcept nogil:
     return bits
 
 
+cdef inline void _insertion_sort(KeyNode* a, Py_ssize_t n) noexcept nogil:
+    """Sort the few ``a[:n]`` by ``(key, node)``."""
+    cdef Py_ssize_t i, j
+    cdef KeyNode x
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and _less(x.key, x.node, a[j].key, a[j].node):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
 cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
     """Reorder ``a[:n]`` so that its ``k`` least by ``(key, node)`` come first, in no order
     (quickselect, the pivot a median of three; the pairs are distinct)."""
@@ -277,35 +387,32 @@ cdef void _select(KeyNode* a, Py_ssize_t n, Py_ssize_t k) noexcept:
             lo = i
         else:
             return
-    # The few left: insertion sort.
-    for i in range(lo + 1, hi + 1):
-        swap = a[i]
-        j = i - 1
-        while j >= lo and _less(swap.key, swap.node, a[j].key, a[j].node):
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = swap
+    _insertion_sort(a + lo, hi - lo + 1)  # the few left
 
 
 cdef class _Ranked:
     """Node ids by ``(key, node)``, ``inf`` marking a non-member (RankedSet): the keys in one
     array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament tree over the blocks'
     least ``(key, node)``, so that picking the ``count`` best visits the blocks that can hold a
-    winner, best first, in about ``O(count log n)``, and never reads every node."""
+    winner, best first, in about ``O(count log n)``, and does not read every node unless the
+    count is a large share of the members (then reading them all in order is cheaper)."""
 
     cdef double* keys
     cdef Py_ssize_t n, n_blocks, leaves, n_dirty
+    cdef Py_ssize_t n_members  # the ids whose key is not inf
     cdef double* tree_key  # per tree node: the least key under it (leaves: one block each)
     cdef i64* tree_node  # and the least node id holding it
     cdef char* block_dirty
     cdef i64* dirty_blocks
     cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
-    cdef KeyNode* tmp  # scratch of the sorts
-    cdef unsigned int* counts  # scratch of the radix sort
+    cdef KeyNode* tmp  # scratch of the sorts, for 2 * (n + 1) pairs
+    cdef unsigned int* counts  # scratch of the bucket sort: two levels' bucket ends
+    cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
 
     def __cinit__(self, Py_ssize_t n, double key):
         cdef Py_ssize_t i
         self.n = n
+        self.n_members = n if key != INFINITY else 0
         self.n_blocks = (n >> BLOCK_SHIFT) + 1
         self.leaves = 1
         while self.leaves < self.n_blocks:
@@ -316,9 +423,10 @@ cdef class _Ranked:
         self.block_dirty = <char*>calloc(self.n_blocks, 1)
         self.dirty_blocks = <i64*>malloc(self.n_blocks * sizeof(i64))
         self.frontier = <i64*>malloc(2 * self.leaves * sizeof(i64))
-        self.tmp = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
-        self.counts = <unsigned int*>malloc(RADIX_PASSES * RADIX * sizeof(unsigned int))
-        if self.counts == NULL:
+        self.tmp = <KeyNode*>malloc(2 * (n + 1) * sizeof(KeyNode))
+        self.counts = <unsigned int*>malloc(2 * (BUCKETS + 1) * sizeof(unsigned int))
+        self.marks = <unsigned long long*>calloc((n >> 6) + 1, sizeof(unsigned long long))
+        if self.counts == NULL or self.marks == NULL:
             raise MemoryError()
         if (self.tmp == NULL or self.keys == NULL or self.tree_key == NULL or self.tree_node == NULL or self.block_dirty == NULL
                 or self.dirty_blocks == NULL or self.frontier == NULL):
@@ -344,6 +452,7 @@ cdef class _Ranked:
         free(self.frontier)
         free(self.tmp)
         free(self.counts)
+        free(self.marks)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -358,6 +467,7 @@ cdef class _Ranked:
 
     cdef inline void set(self, i64 node, double key) noexcept:
         cdef i64 b = node >> BLOCK_SHIFT
+        self.n_members += (key != INFINITY) - (self.keys[node] != INFINITY)
         self.keys[node] = key
         if not self.block_dirty[b]:
             self.block_dirty[b] = 1
@@ -426,20 +536,149 @@ cdef class _Ranked:
             f[i] = last
         return top
 
+    def put(self, nodes, keys):
+        """Set each of ``nodes``'s key (``inf``: not a member), for tests from Python."""
+        cdef Py_ssize_t i
+        cdef i64 node
+        if len(nodes) != len(keys):
+            raise ValueError(f"_Ranked.put: {len(nodes)} nodes but {len(keys)} keys")
+        for i in range(len(nodes)):
+            node = nodes[i]
+            if not 0 <= node < self.n:
+                raise ValueError(f"_Ranked.put: node {node} is not in 0 .. {self.n - 1}")
+            self.set(node, keys[i])
+
+    def best(self, Py_ssize_t count, skip=()):
+        """The ids :meth:`smallest` gives for ``count`` leaving out ``skip``, as a list (tests)."""
+        cdef Py_ssize_t i, m
+        cdef i64 node
+        cdef char* marks = <char*>calloc(self.n + 1, 1)
+        cdef KeyNode* found = <KeyNode*>malloc((self.n + 1) * sizeof(KeyNode))
+        cdef i64* out = <i64*>malloc((self.n + 1) * sizeof(i64))
+        try:
+            if marks == NULL or found == NULL or out == NULL:
+                raise MemoryError()
+            for node in skip:
+                if not 0 <= node < self.n:
+                    raise ValueError(f"_Ranked.best: skipped node {node} is not in 0 .. {self.n - 1}")
+                marks[node] = 1
+            m = self.smallest(min(count, self.n), marks, found, out)
+            return [out[i] for i in range(m)]
+        finally:
+            free(marks)
+            free(found)
+            free(out)
+
+    cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept:
+        """The nodes of the pairs ``found[:m]`` (distinct) into ``ids``, ascending (a bit per node)."""
+        cdef unsigned long long* marks = self.marks
+        cdef unsigned long long word
+        cdef Py_ssize_t i, j = 0, w, w_lo = self.n >> 6, w_hi = 0
+        cdef i64 node
+        for i in range(m):
+            node = found[i].node
+            w = node >> 6
+            if w < w_lo:
+                w_lo = w
+            if w > w_hi:
+                w_hi = w
+            marks[w] |= (<unsigned long long>1) << (node & 63)
+        for w in range(w_lo, w_hi + 1):
+            word = marks[w]
+            if not word:
+                continue
+            marks[w] = 0
+            while word:
+                ids[j] = (w << 6) | TIERSWEEP_CTZ64(word)
+                word &= word - 1
+                j += 1
+
+    cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept:
+        """The first ``count`` by ``(key, node)`` of the members ``ids[:m]`` (ascending; then room
+        for ``m`` more) into ``out``; returns False, having written nothing, if a key is not a
+        number >= 0 (``loc``: room for ``m`` pairs, ``self.tmp`` after the ids for as many).
+
+        The ids are spread stably into buckets by their key's bits (:func:`_bucket`), whose order
+        is the keys' order: the zeros, in node order, need no sort; then, from the first, each
+        bucket up to the ``count``-th id is sorted (:func:`_sort_bucket`). The first spread has
+        few buckets, and ids, not pairs, so that it writes to few places at a time."""
+        cdef double* keys = self.keys
+        cdef i64* spread = ids + m
+        cdef unsigned int* c = self.counts
+        cdef KeyNode* sorted_
+        cdef unsigned long long bits, lo = ULLONG_MAX, hi = 0
+        cdef Py_ssize_t i, k, at, total, start, size, n_buckets, shift
+        cdef bint fits = True
+        cdef i64 node
+        cdef double key
+        for i in range(m):
+            key = keys[ids[i]]
+            fits &= key >= 0.0
+            bits = _key_bits(key)
+            if bits and bits < lo:
+                lo = bits
+            if bits > hi:
+                hi = bits
+        if not fits:
+            return False
+        n_buckets = _width(m, FIRST_PER, FIRST_MOST, &lo, hi, &shift)
+        memset(c, 0, n_buckets * sizeof(unsigned int))
+        for i in range(m):
+            c[_bucket(_key_bits(keys[ids[i]]), lo, shift)] += 1
+        total = 0
+        for i in range(n_buckets):
+            at = c[i]
+            c[i] = <unsigned int>total
+            total += at
+        for i in range(m):
+            node = ids[i]
+            at = _bucket(_key_bits(keys[node]), lo, shift)
+            spread[c[at]] = node
+            c[at] += 1
+        # c[i]: where bucket i ends
+        start = min(<Py_ssize_t>c[0], count)
+        memcpy(out, spread, start * sizeof(i64))
+        for i in range(1, n_buckets):
+            if start >= count:
+                break
+            size = c[i] - start
+            for k in range(size):
+                node = spread[start + k]
+                loc[k].key = keys[node]
+                loc[k].node = node
+            sorted_ = _sort_bucket(loc, size, self.tmp + self.n + 1, self.counts + BUCKETS + 1)
+            for k in range(min(size, count - start)):
+                out[start + k] = sorted_[k].node
+            start = c[i]
+        return True
+
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
-        (fewer if there are fewer); returns how many. Blocks are read by their least
-        ``(key, node)``, ascending, until none left can hold a better one than the ``count``-th
-        found (``found``: room for every node)."""
+        (fewer if there are fewer); returns how many (``found``: room for every node). For a
+        count of at least a ``1 / LINEAR_FROM`` share of the members, every key is read in node
+        order; for fewer, blocks are read by their least ``(key, node)``, ascending, until none
+        left can hold a better one than the ``count``-th found."""
         cdef Py_ssize_t m = 0, n_frontier = 0, node, first, last, i
         cdef i64 t
-        cdef bint bounded = False
+        cdef bint bounded = False, linear
         cdef KeyNode bound
-        if count <= 0:
+        cdef i64* ids = <i64*>self.tmp  # room for 2 * (n + 1)
+        if count <= 0 or self.n_members == 0:
             return 0
-        self.clean()
-        if self.tree_key[1] != INFINITY:
-            self.frontier_push(&n_frontier, 1)
+        linear = count * LINEAR_FROM >= self.n_members
+        if linear:
+            for node in range(self.n):
+                ids[m] = node
+                m += (self.keys[node] != INFINITY) & (skip[node] == 0)
+            if m >= BUCKETS_FROM and self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
+            for i in range(m):
+                found[i].key = self.keys[ids[i]]
+                found[i].node = ids[i]
+        else:
+            self.clean()
+            if self.tree_key[1] != INFINITY:
+                self.frontier_push(&n_frontier, 1)
         while n_frontier:
             t = self.frontier_pop(&n_frontier)
             if bounded and not _less(self.tree_key[t], self.tree_node[t], bound.key, bound.node):
@@ -470,11 +709,14 @@ cdef class _Ranked:
                     if _less(bound.key, bound.node, found[i].key, found[i].node):
                         bound = found[i]
                 bounded = True
+        if m >= BUCKETS_FROM and not linear:
+            self.node_order(found, m, ids)
+            if self.sort_ids(ids, m, count, found, out):
+                return min(m, count)
         if m > count:
             _select(found, m, count)
             m = count
-        if m < RADIX_FROM or not _radix_sort(found, m, self.tmp, self.counts):
-            _merge_sort(found, m, self.tmp)
+        _merge_sort(found, m, self.tmp)
         for i in range(m):
             out[i] = found[i].node
         return m
@@ -554,6 +796,9 @@ cdef class _Run:
     cdef double* prate
     cdef double* overflow
     cdef double overflow_rate
+    cdef i64 n_overflowing  # nodes whose overflow is not 0
+    cdef i64* dirty_count  # per job, during a rate pass (two tiers): how many of its nodes are dirty
+    cdef char* rose  # per rate change of a pass (``changes``): whether the rate went up
     cdef i64 free0, free1
     cdef _Ranked fg_rank, el_rank
     cdef double* fg_key  # (their keys)
@@ -598,8 +843,7 @@ cdef class _Run:
     cdef EstProc* scratch_est_tmp
     cdef unsigned int* counts  # scratch of the radix sort
     cdef char* node_mark
-    cdef int* proc_at  # scratch of start: 1 + the process on each node (0: none)
-    cdef int* node_proc  # scratch of start: the process of each node in by_node order
+    cdef char* held_mark  # scratch of sort_by_node: the job's nodes marked
 
     def __cinit__(self):
         pass
@@ -623,12 +867,12 @@ cdef class _Run:
         free(self.tier_time); free(self.segment_time); free(self.prate_job); free(self.job_eff)
         free(self.restoring); free(self.restore_rate); free(self.needs_restore); free(self.nodes)
         free(self.cpu_true); free(self.cpu_est); free(self.vm_job); free(self.vm_est); free(self.cpu)
-        free(self.factor); free(self.prate); free(self.overflow)
+        free(self.factor); free(self.prate); free(self.overflow); free(self.rose); free(self.dirty_count)
         free(self.dirty); free(self.dirty_mark); free(self.small_mark); free(self.heap)
         free(self.queue); free(self.fenwick); free(self.fg); free(self.bg); free(self.order)
         free(self.scratch_nodes); free(self.scratch_keys); free(self.scratch_jobs)
         free(self.scratch_stale); free(self.scratch_est); free(self.scratch_est_tmp); free(self.counts)
-        free(self.node_mark); free(self.by_node); free(self.proc_at); free(self.node_proc)
+        free(self.node_mark); free(self.by_node); free(self.held_mark)
         free(self.tree); free(self.tree_leaves); free(self.tree_pending); free(self.tree_n_pending)
         free(self.vm_leaf)
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
@@ -695,9 +939,8 @@ cdef class _Run:
         self.needs_restore = <char*>calloc(n + 1, 1)
         self.nodes = <i64**>calloc(n + 1, sizeof(i64*))
         self.by_node = <i64**>calloc(n + 1, sizeof(i64*))
-        self.proc_at = <int*>calloc(nodes + 1, sizeof(int))
-        self.node_proc = <int*>malloc((nodes + 1) * sizeof(int))
-        if self.by_node == NULL or self.proc_at == NULL or self.node_proc == NULL:
+        self.held_mark = <char*>calloc(nodes + 8, 1)
+        if self.by_node == NULL or self.held_mark == NULL:
             raise MemoryError()
         self.tree = <double**>calloc(n + 1, sizeof(double*))
         self.tree_pending = <int**>calloc(n + 1, sizeof(int*))
@@ -747,6 +990,10 @@ cdef class _Run:
         self.order_cap = n + 16
         self.order = <i64*>malloc(self.order_cap * sizeof(i64))
         self.scratch_nodes = <i64*>malloc((2 * nodes + 2) * sizeof(i64))
+        self.rose = <char*>malloc(2 * nodes + 2)
+        self.dirty_count = <i64*>calloc(n + 1, sizeof(i64))
+        if self.rose == NULL or self.dirty_count == NULL:
+            raise MemoryError()
         self.scratch_keys = <KeyNode*>malloc((nodes + 1) * sizeof(KeyNode))
         self.scratch_jobs = <i64*>malloc((4 * nodes + 4) * sizeof(i64))
         self.scratch_stale = <i64*>malloc((nodes + 1) * sizeof(i64))
@@ -1101,11 +1348,20 @@ cdef class _Run:
         self.ov_position = buffer.position
         self.ov_length = self.ov_values.shape[0]
 
-    cdef double draw_overhead(self) except? -1.0:
+    cdef inline double draw_overhead(self) except? -1.0:
         # BufferedDraws.uniform, read straight from its buffered array (no float objects).
         cdef double value
         if not self.overhead_max:
             return 0.0
+        if self.ov_position < self.ov_length:
+            value = self.ov_values[self.ov_position]
+            self.ov_position += 1
+            return 0.0 + (self.overhead_max - 0.0) * value
+        return self.draw_overhead_refilled()
+
+    cdef double draw_overhead_refilled(self) except? -1.0:
+        """:meth:`draw_overhead` once the buffer is used up."""
+        cdef double value
         if self.ov_position == self.ov_length:
             self.ov_buffer.position = self.ov_position
             self.overhead_draws.refill_uniform()
@@ -1115,13 +1371,12 @@ cdef class _Run:
         return 0.0 + (self.overhead_max - 0.0) * value
 
     cdef i64* sort_by_node(self, i64 j) except? NULL:
-        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, and their processes into
-        ``node_proc``, if the job is wide enough that reading every node's mark costs less than
-        its own random accesses save; else NULL."""
-        cdef Py_ssize_t p, m = 0, size = self.size[j], node
+        """Job ``j``'s nodes in ascending order, into ``by_node[j]``, if the job is wide enough
+        that reading every node's mark costs less than its own random accesses save; else NULL."""
+        cdef Py_ssize_t p, size = self.size[j]
         cdef i64* held = self.nodes[j]
         cdef i64* order
-        cdef int* at = self.proc_at
+        cdef char* mark = self.held_mark
         free(self.by_node[j])
         self.by_node[j] = NULL
         if size * 16 < self.n_nodes or size < 2:
@@ -1130,13 +1385,10 @@ cdef class _Run:
         if order == NULL:
             raise MemoryError()
         for p in range(size):
-            at[held[p]] = <int>p + 1
-        for node in range(self.n_nodes):
-            if at[node]:
-                order[m] = node
-                self.node_proc[m] = at[node] - 1
-                at[node] = 0
-                m += 1
+            mark[held[p]] = 1
+        _marked(mark, self.n_nodes, order)
+        for p in range(size):
+            mark[held[p]] = 0
         self.by_node[j] = order
         return order
 
@@ -1172,19 +1424,17 @@ cdef class _Run:
         self.load_cpu(j)
         true = self.cpu_true[j]
         est = self.cpu_est[j]
-        # (One pass: a job holds one VM of a node, so each node's state is its own.)
-        for i in range(size):
-            if order != NULL:
-                node = order[i]
-                p = self.node_proc[i]
-            else:
-                node = held[i]
-                p = i
-            vm = node * k + t
+        # The job's values in process order (read in sequence: random reads of them stall, where
+        # the stores to the nodes do not), then the nodes in node_walk order. A job holds one VM
+        # of a node, so each node's state is its own and the passes' order does not matter.
+        for p in range(size):
+            vm = held[p] * k + t
             self.vm_job[vm] = j
             self.cpu[vm] = true[p]
             self.vm_est[vm] = est[p]
-            self.vm_leaf[vm] = <int>i
+        for i in range(size):
+            node = order[i] if order != NULL else held[i]
+            self.vm_leaf[node * k + t] = <int>i
             self.mark_dirty(node, small)
             self.refresh_node(node)
         if k == 2 and size >= TREE_FROM:
@@ -1228,9 +1478,9 @@ cdef class _Run:
 
     cdef int tree_start(self, i64 j, int t) except -1:
         """A min tree over the rates of the just started ``j``'s processes (leaves in node_walk
-        order; all of them pulled up at its first read)."""
+        order; all of them pulled up at its first read). Its nodes are dirty, so the rate pass
+        that follows the start writes every leaf before any read: the leaves start at inf."""
         cdef Py_ssize_t i, size = self.size[j], leaves = 1
-        cdef i64* held = self.node_walk(j)
         cdef double* tree
         while leaves < size:
             leaves *= 2
@@ -1240,9 +1490,7 @@ cdef class _Run:
         tree = self.tree[j] = <double*>malloc(2 * leaves * sizeof(double))
         if tree == NULL:
             raise MemoryError()
-        for i in range(size):
-            tree[leaves + i] = self.prate[held[i] * 2 + t]
-        for i in range(leaves + size, 2 * leaves):
+        for i in range(leaves, 2 * leaves):
             tree[i] = INFINITY
         self.tree_leaves[j] = leaves
         self.tree_n_pending[j] = -1
@@ -1327,7 +1575,8 @@ cdef class _Run:
     cdef Py_ssize_t rerate(self, i64* affected, Py_ssize_t n, i64* changes, double* rates,
                            Py_ssize_t n_changes) noexcept:
         """Re-rate the jobs ``affected[:n]`` (sorted, distinct) at their slowest process, appending
-        each whose rate changed to ``changes`` and its rate to ``rates``; returns their count."""
+        each whose rate changed to ``changes``, its rate to ``rates`` and whether it went up to
+        ``rose``; returns their count."""
         cdef Py_ssize_t i
         cdef i64 index
         cdef double r
@@ -1335,6 +1584,7 @@ cdef class _Run:
             index = affected[i]
             r = self.slowest(index)
             if r != self.prate_job[index]:
+                self.rose[n_changes] = r > self.prate_job[index]
                 self.prate_job[index] = r
                 changes[n_changes] = index
                 rates[n_changes] = r
@@ -1356,6 +1606,9 @@ cdef class _Run:
         cdef i64* held
         cdef char* mark = self.node_mark
         cdef bint sorted_overflow, wide_change = False
+        # (The last job appended to each list: a wide job's nodes come in runs, so its copies
+        # are dropped here rather than by the sort of the distinct.)
+        cdef i64 last_fg = -1, last_bg = -1
         if self.k > 2:
             return self.apply_rate_changes_k()
         self.rates_dirty = False
@@ -1375,28 +1628,39 @@ cdef class _Run:
                 fgj = self.vm_job[2 * node]
                 bgj = self.vm_job[2 * node + 1]
                 if fgj >= 0:
-                    affected_fg[n_fg] = fgj
-                    n_fg += 1
+                    self.dirty_count[fgj] += 1
+                    if fgj != last_fg:
+                        affected_fg[n_fg] = fgj
+                        n_fg += 1
+                        last_fg = fgj
                     f = self.draw_overhead() if bgj >= 0 else 0.0
                     self.factor[2 * node] = f
                     self.set_prate(2 * node, 1.0 - f)
                 if bgj >= 0:
-                    affected_bg[n_bg] = bgj
-                    n_bg += 1
+                    self.dirty_count[bgj] += 1
+                    if bgj != last_bg:
+                        affected_bg[n_bg] = bgj
+                        n_bg += 1
+                        last_bg = bgj
                     if fgj >= 0:
                         self.factor[2 * node + 1] = self.job_eff[bgj] if self.per_job else self.draw_eff(self.size[bgj])
             n_fg = _distinct_sorted(affected_fg, n_fg, self.job_mark)
             n_changes = self.rerate(affected_fg, n_fg, changes, change_rates, 0)
-            # A foreground job whose rate changed re-rates the background of all its nodes.
+            # A foreground job whose rate changed re-rates the background of all its nodes (those
+            # of a job whose nodes are all dirty already are).
             for i in range(n_changes):
                 index = changes[i]
+                if self.all_dirty(index):
+                    continue
                 held = self.node_walk(index)
                 for p in range(self.size[index]):
                     node = held[p]
                     bgj = self.vm_job[2 * node + 1]
                     if bgj >= 0:
-                        affected_bg[n_bg] = bgj
-                        n_bg += 1
+                        if bgj != last_bg:
+                            affected_bg[n_bg] = bgj
+                            n_bg += 1
+                            last_bg = bgj
                         if not mark[node]:
                             mark[node] = 1
                             stale[n_stale] = node
@@ -1426,15 +1690,28 @@ cdef class _Run:
             self.apply_job_rates(changes, change_rates, n_changes)
         finally:
             free(change_rates)
+            for i in range(n_fg):
+                self.dirty_count[affected_fg[i]] = 0
+            for i in range(n_bg):
+                self.dirty_count[affected_bg[i]] = 0
             self.clear_dirty()
         return 0
+
+    cdef inline bint all_dirty(self, i64 j) noexcept:
+        """During a two-tier rate pass: whether every node of job ``j`` is dirty."""
+        return self.dirty_count[j] == self.size[j]
 
     cdef inline void clear_dirty(self) noexcept:
         """After a rate pass: no node is dirty any more."""
         cdef Py_ssize_t i
-        for i in range(self.n_dirty):
-            self.dirty_mark[self.dirty[i]] = 0
-            self.small_mark[self.dirty[i]] = 0
+        if self.n_dirty * 8 >= self.n_nodes:
+            # (Many: cleared whole, in sequence, rather than at random.)
+            memset(self.dirty_mark, 0, self.n_nodes)
+            memset(self.small_mark, 0, self.n_nodes)
+        else:
+            for i in range(self.n_dirty):
+                self.dirty_mark[self.dirty[i]] = 0
+                self.small_mark[self.dirty[i]] = 0
         self.n_dirty = 0
         self.n_small_dirty = 0
         self.dirty_bulk = False
@@ -1447,18 +1724,43 @@ cdef class _Run:
             if old:
                 total[0] += 0.0 - old
                 self.overflow[node] = 0.0
+                self.n_overflowing -= 1
             return
         used = self.cpu[2 * node] * self.prate_job[fgj] + self.cpu[2 * node + 1] * self.prate_job[bgj]
         excess = used - 1.0 if used > 1.0 else 0.0
-        total[0] += excess - self.overflow[node]
+        old = self.overflow[node]
+        total[0] += excess - old
         self.overflow[node] = excess
+        self.n_overflowing += (excess != 0.0) - (old != 0.0)
+
+    cdef inline bint overflow_may_change(self, Py_ssize_t change) noexcept:
+        """Whether the nodes of the ``change``-th job of a pass whose rate changed may change their
+        overflow, beyond its nodes that overflow already: only if its rate went up. A rate that
+        went down lowers the use of every node of the job (rounding is monotonic), so a node
+        that did not exceed 1 before does not now, and its overflow stays 0 (adding a zero to
+        the sum changes nothing; the reference drops zero changes too). The other inputs of a
+        node's use change only on dirty nodes or through another job in the list."""
+        return self.rose[change]
+
+    cdef inline Py_ssize_t add_overflowing_nodes(self, i64 j, char* mark, i64* out, Py_ssize_t n) noexcept:
+        """:meth:`add_unmarked_nodes` for those of ``j``'s nodes whose overflow is not 0."""
+        cdef Py_ssize_t p
+        cdef i64 node
+        cdef i64* held = self.node_walk(j)
+        for p in range(self.size[j]):
+            node = held[p]
+            if self.overflow[node] != 0.0 and not mark[node]:
+                mark[node] = 1
+                out[n] = node
+                n += 1
+        return n
 
     cdef int update_overflow(self, bint in_node_order, i64* changes, Py_ssize_t n_changes) except -1:
         """Nodes._update_overflow / _update_overflow_bulk on the dirty nodes and the nodes of the
         jobs whose rate changed: in node order where the reference sums vectorised, else in the
         iteration order of the Python set the reference builds (the sum's rounding depends on it)."""
         cdef double total = self.overflow_rate
-        cdef Py_ssize_t i, p, m = 0
+        cdef Py_ssize_t i, p, m = 0, bound
         cdef i64 node, j
         cdef i64* nodes
         cdef i64* held
@@ -1467,15 +1769,43 @@ cdef class _Run:
             nodes = <i64*>malloc((self.n_nodes + 1) * sizeof(i64))
             if nodes == NULL:
                 raise MemoryError()
-            for i in range(self.n_dirty):
-                node = self.dirty[i]
-                if not mark[node]:
-                    mark[node] = 1
-                    nodes[m] = node
-                    m += 1
+            bound = self.n_dirty
             for i in range(n_changes):
-                m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
-            _sort_marked(nodes, m, mark, self.n_nodes)
+                if (self.overflow_may_change(i) or self.n_overflowing) and not self.all_dirty(changes[i]):
+                    bound += self.size[changes[i]]
+            if bound * 16 < self.n_nodes:
+                # Few: collected, then sorted.
+                for i in range(self.n_dirty):
+                    node = self.dirty[i]
+                    if not mark[node]:
+                        mark[node] = 1
+                        nodes[m] = node
+                        m += 1
+                for i in range(n_changes):
+                    if self.all_dirty(changes[i]):
+                        continue  # (its nodes are among the dirty)
+                    if self.overflow_may_change(i):
+                        m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
+                    elif self.n_overflowing:
+                        m = self.add_overflowing_nodes(changes[i], mark, nodes, m)
+                _sort_marked(nodes, m, mark, self.n_nodes)
+            else:
+                # Many: marked without a test each (a mark is as good as random), read off the
+                # marks in order.
+                for i in range(self.n_dirty):
+                    mark[self.dirty[i]] = 1
+                for i in range(n_changes):
+                    if self.all_dirty(changes[i]):
+                        continue
+                    held = self.node_walk(changes[i])
+                    if self.overflow_may_change(i):
+                        for p in range(self.size[changes[i]]):
+                            mark[held[p]] = 1
+                    elif self.n_overflowing:
+                        for p in range(self.size[changes[i]]):
+                            if self.overflow[held[p]] != 0.0:
+                                mark[held[p]] = 1
+                m = _marked(mark, self.n_nodes, nodes)
             for i in range(m):
                 mark[nodes[i]] = 0
                 self.overflow_node(nodes[i], &total)
@@ -1954,10 +2284,11 @@ cdef class _Run:
                 return <int>t
         return -1
 
-    cdef int place(self, i64 j, i64* chosen, i64* placement) except -1:
+    cdef int place(self, i64 j, i64* chosen, i64* placement, bint none_placed) except -1:
         """NodeVms._place: the processes not yet in ``placement`` (-1) onto ``chosen``, heaviest
         estimated CPU usage first (ties in process order). The order is the job's own for
-        its whole life (its estimates do not change): sorted once, at its first placement."""
+        its whole life (its estimates do not change): sorted once, at its first placement.
+        ``none_placed``: every process is still -1 (none is read)."""
         cdef Py_ssize_t p, size = self.size[j], m = 0
         cdef EstProc* procs = self.scratch_est
         cdef int* order = self.proc_order[j]
@@ -1977,6 +2308,10 @@ cdef class _Run:
             for p in range(size):
                 order[p] = <int>procs[p].process
             self.proc_order[j] = order
+        if none_placed:
+            for p in range(size):
+                placement[order[p]] = chosen[p]
+            return 0
         for p in range(size):
             if placement[order[p]] < 0:
                 placement[order[p]] = chosen[m]
@@ -2041,7 +2376,7 @@ cdef class _Run:
             if moving:
                 for p in range(size):
                     self.node_mark[self.nodes[j][p]] = 0
-            self.place(j, chosen, placement)
+            self.place(j, chosen, placement, n_kept == 0)
             self.evictions(j, 0, placement)
             if moving:
                 self.move(j, 0, placement)
@@ -2065,7 +2400,7 @@ cdef class _Run:
             for p in range(size):
                 placement[p] = -1
             rank.smallest(size, skip, self.scratch_keys, placement + size)
-            self.place(j, placement + size, placement)
+            self.place(j, placement + size, placement, True)
             if evict:
                 self.evictions(j, t, placement)
             self.apply_start(j, t, placement)
@@ -2442,27 +2777,32 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
 cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
     """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
     them are read off the marks in order (linear), few are sorted."""
-    cdef Py_ssize_t i = 0, m = 0, last
-    cdef unsigned long long word
     if n * 16 < top:
         _sort_i64(values, n)
         return
-    # Eight marks at a time while they are all clear; else one by one, without branches (a
-    # mark is as good as random), until the ``n`` are read.
-    while m < n and i < top:
-        last = top
-        if i + 8 <= top:
-            memcpy(&word, mark + i, 8)
-            if word == 0:
-                i += 8
-                continue
-            last = i + 8
-        while i < last:
-            values[m] = i
-            m += mark[i] != 0
-            i += 1
-            if m == n:
-                return
+    _marked(mark, top, values)
+
+
+cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept:
+    """The indices ``0 .. top - 1`` marked in ``mark`` (each mark 0 or 1), ascending, into
+    ``out``; returns their count. Eight marks are read at a time, and a word's marked ones are
+    taken by their lowest set bit, with no test per mark (a mark is as good as random)."""
+    cdef Py_ssize_t i = 0, m = 0
+    cdef unsigned long long word
+    while i + 8 <= top:
+        memcpy(&word, mark + i, 8)
+        word = TIERSWEEP_FIRST_BYTE_LOW(word)
+        while word:
+            out[m] = i + (TIERSWEEP_CTZ64(word) >> 3)
+            m += 1
+            word &= word - 1
+        i += 8
+    while i < top:
+        if mark[i]:
+            out[m] = i
+            m += 1
+        i += 1
+    return m
 
 
 def run(engine, double floor):
