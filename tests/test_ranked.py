@@ -134,15 +134,16 @@ def _compiled_ranked():
 
 
 def _reference(keys: dict, skip, count: int) -> list:
-    return [node for key, node in sorted((k, n) for n, k in keys.items() if n not in skip)][:max(count, 0)]
+    return [node for key, node in sorted((k, n) for n, k in keys.items() if n not in skip)][: max(count, 0)]
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     space=st.integers(1, 60),
     start=st.sampled_from([0.0, np.inf]),
-    batches=st.lists(st.dictionaries(st.integers(0, 59), st.one_of(st.none(), KEYS, st.just(-0.0)), max_size=40),
-                     max_size=6),
+    batches=st.lists(
+        st.dictionaries(st.integers(0, 59), st.one_of(st.none(), KEYS, st.just(-0.0)), max_size=40), max_size=6
+    ),
     picks=st.lists(st.tuples(st.integers(-1, 70), st.sets(st.integers(0, 59))), min_size=1, max_size=3),
 )
 def test_compiled_ranked_picks_as_a_sort_of_few(space, start, batches, picks):
