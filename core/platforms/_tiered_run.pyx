@@ -202,6 +202,20 @@ cdef Py_ssize_t _width(Py_ssize_t m, Py_ssize_t per, Py_ssize_t most, unsigned l
     return n_buckets + 1
 
 
+cdef inline unsigned int _starts(unsigned int* c, Py_ssize_t n) noexcept nogil:
+    """Counts per bucket ``c[:n]`` turned into where each bucket starts (an exclusive prefix
+    sum); returns the largest count."""
+    cdef Py_ssize_t i
+    cdef unsigned int total = 0, at, most = 0
+    for i in range(n):
+        at = c[i]
+        c[i] = total
+        total += at
+        if at > most:
+            most = at
+    return most
+
+
 cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int* c) noexcept nogil:
     """Sort the pairs ``a[:n]`` (keys > 0, equal keys in node order) by ``(key, node)``, in ``a``
     or in ``tmp`` (room for ``n``): which one is returned. A few by insertion; more, spread by
@@ -224,13 +238,7 @@ cdef KeyNode* _sort_bucket(KeyNode* a, Py_ssize_t n, KeyNode* tmp, unsigned int*
     memset(c, 0, n_buckets * sizeof(unsigned int))
     for i in range(n):
         c[_bucket(_key_bits(a[i].key), lo, shift)] += 1
-    total = 0
-    for i in range(n_buckets):
-        at = c[i]
-        c[i] = <unsigned int>total
-        total += at
-        if at > most:
-            most = at
+    most = _starts(c, n_buckets)
     for i in range(n):
         at = _bucket(_key_bits(a[i].key), lo, shift)
         tmp[c[at]] = a[i]
@@ -316,11 +324,7 @@ cdef bint _radix_sort(Radixed* a, Py_ssize_t n, Radixed* tmp, unsigned int* coun
         c = counts + d * RADIX
         if c[_digit(&src[0], d)] == <unsigned int>n:
             continue
-        total = 0
-        for i in range(RADIX):
-            at = c[i]
-            c[i] = <unsigned int>total
-            total += at
+        _starts(c, RADIX)
         for i in range(n):
             digit = _digit(&src[i], d)
             dst[c[digit]] = src[i]
@@ -625,11 +629,7 @@ cdef class _Ranked:
         memset(c, 0, n_buckets * sizeof(unsigned int))
         for i in range(m):
             c[_bucket(_key_bits(keys[ids[i]]), lo, shift)] += 1
-        total = 0
-        for i in range(n_buckets):
-            at = c[i]
-            c[i] = <unsigned int>total
-            total += at
+        _starts(c, n_buckets)
         for i in range(m):
             node = ids[i]
             at = _bucket(_key_bits(keys[node]), lo, shift)
