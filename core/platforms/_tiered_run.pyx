@@ -803,11 +803,9 @@ cdef class _Run:
     cdef _Ranked fg_rank, el_rank
     cdef double* fg_key  # (their keys)
     cdef double* el_key
-    cdef i64 fg_count, el_count
     # More than two tiers: the eligible nodes of background tiers 2 .. k-1 (el_rank holds tier 1's),
-    # one index per tier (by tier; None below 2), their members per tier, and the rate pass's scratch.
+    # one index per tier (by tier; None below 2; each counts its members), and the rate pass's scratch.
     cdef list lower_ranks
-    cdef i64* lower_counts
     cdef i64* k_changes
     cdef double* k_rates
     # -- dirty nodes since the last rate computation
@@ -878,7 +876,7 @@ cdef class _Run:
         free(self.ends); free(self.end_key); free(self.cpu_sum); free(self.kills_of); free(self.lost_progress)
         free(self.pin_mark)
         free(self.job_mark)
-        free(self.lower_counts); free(self.k_changes); free(self.k_rates)
+        free(self.k_changes); free(self.k_rates)
 
     # -- set-up ----------------------------------------------------------------------------------
     cdef int setup(self, object engine, double floor) except -1:
@@ -967,12 +965,8 @@ cdef class _Run:
         self.fg_key = self.fg_rank.keys
         self.el_key = self.el_rank.keys
         self.lower_ranks = [None, None]
-        self.lower_counts = <i64*>calloc(self.k + 1, sizeof(i64))
-        if self.lower_counts == NULL:
-            raise MemoryError()
         for i in range(2, self.policy_tiers):
             self.lower_ranks.append(_Ranked(nodes, 0.0 if 0.0 < self.threshold else INFINITY))
-            self.lower_counts[i] = nodes if 0.0 < self.threshold else 0
         if self.k > 2:
             self.k_changes = <i64*>malloc((vms + 1) * sizeof(i64))
             self.k_rates = <double*>malloc((vms + 1) * sizeof(double))
@@ -1049,8 +1043,6 @@ cdef class _Run:
         for i in range(vms):
             self.vm_job[i] = -1
             self.prate[i] = 1.0
-        self.fg_count = nodes
-        self.el_count = nodes if self.policy_tiers > 1 and 0.0 < self.threshold else 0
         self.free0 = nodes
         self.free1 = nodes
         self.overflow_rate = platform.overflow_rate
@@ -1254,15 +1246,11 @@ cdef class _Run:
             key = self.vm_est[base + 1]
         else:
             key = 0.0
-        if (self.fg_key[node] == INFINITY) != (key == INFINITY):
-            self.fg_count += 1 if key != INFINITY else -1
         if self.fg_key[node] != key:
             self.fg_rank.set(node, key)
         if self.policy_tiers > 1:
             above = self.vm_est[base]
             key = above if self.vm_job[base + 1] < 0 and above < self.threshold else INFINITY
-            if (self.el_key[node] == INFINITY) != (key == INFINITY):
-                self.el_count += 1 if key != INFINITY else -1
             if self.el_key[node] != key:
                 self.el_rank.set(node, key)
 
@@ -1277,8 +1265,6 @@ cdef class _Run:
             for t in range(1, k):
                 load = load + self.vm_est[base + t]
             key = load
-        if (self.fg_key[node] == INFINITY) != (key == INFINITY):
-            self.fg_count += 1 if key != INFINITY else -1
         if self.fg_key[node] != key:
             self.fg_rank.set(node, key)
         load = 0.0
@@ -1288,16 +1274,7 @@ cdef class _Run:
             self.set_eligible(t, node, key)
 
     cdef inline void set_eligible(self, Py_ssize_t t, i64 node, double key) noexcept:
-        cdef _Ranked rank
-        if t == 1:
-            if (self.el_key[node] == INFINITY) != (key == INFINITY):
-                self.el_count += 1 if key != INFINITY else -1
-            if self.el_key[node] != key:
-                self.el_rank.set(node, key)
-            return
-        rank = <_Ranked>self.lower_ranks[t]
-        if (rank.keys[node] == INFINITY) != (key == INFINITY):
-            self.lower_counts[t] += 1 if key != INFINITY else -1
+        cdef _Ranked rank = self.eligible(t)
         if rank.keys[node] != key:
             rank.set(node, key)
 
@@ -1306,15 +1283,16 @@ cdef class _Run:
         return self.el_rank if t == 1 else <_Ranked>self.lower_ranks[t]
 
     cdef inline i64 eligible_count(self, Py_ssize_t t) noexcept:
-        return self.el_count if t == 1 else self.lower_counts[t]
+        """How many nodes are eligible for background tier ``t`` (its index's members)."""
+        return self.eligible(t).n_members
 
     cdef i64 background_room(self) noexcept:
         """The most eligible nodes of any background tier (0: no background start possible)."""
         cdef Py_ssize_t t
-        cdef i64 room = self.el_count
+        cdef i64 room = self.el_rank.n_members
         for t in range(2, self.policy_tiers):
-            if self.lower_counts[t] > room:
-                room = self.lower_counts[t]
+            if self.eligible_count(t) > room:
+                room = self.eligible_count(t)
         return room
 
     cdef int background_tier(self, i64 size) noexcept:
