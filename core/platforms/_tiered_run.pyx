@@ -64,6 +64,11 @@ DEF FINISHED = 3
 # A job of at least this many processes keeps a min tree over its processes' rates (two tiers).
 DEF TREE_FROM = 64
 
+# Which nodes of a job whose rate changed the overflow pass re-measures (_Run.overflow_scope).
+DEF SCOPE_NONE = 0
+DEF SCOPE_ALL = 1
+DEF SCOPE_OVERFLOWING = 2
+
 DEF HEAD = 1
 DEF ALL = 0
 DEF STARVED = 2
@@ -1711,14 +1716,20 @@ cdef class _Run:
         self.overflow[node] = excess
         self.n_overflowing += (excess != 0.0) - (old != 0.0)
 
-    cdef inline bint overflow_may_change(self, Py_ssize_t change) noexcept:
-        """Whether the nodes of the ``change``-th job of a pass whose rate changed may change their
-        overflow, beyond its nodes that overflow already: only if its rate went up. A rate that
-        went down lowers the use of every node of the job (rounding is monotonic), so a node
-        that did not exceed 1 before does not now, and its overflow stays 0 (adding a zero to
-        the sum changes nothing; the reference drops zero changes too). The other inputs of a
-        node's use change only on dirty nodes or through another job in the list."""
-        return self.rose[change]
+    cdef inline int overflow_scope(self, i64* changes, Py_ssize_t i) noexcept:
+        """Which nodes of ``changes[i]`` (a job whose rate changed in this pass) the overflow pass
+        re-measures beyond the dirty ones: ``SCOPE_NONE``, ``SCOPE_ALL``, or ``SCOPE_OVERFLOWING``
+        (those whose overflow is not 0). None if all of its nodes are dirty. All if its rate went
+        up. Else only those that overflow already: a rate that went down lowers the use of every
+        node of the job (rounding is monotonic), so a node that did not exceed 1 before does not
+        now, and its overflow stays 0 (adding a zero to the sum changes nothing; the reference
+        drops zero changes too). The other inputs of a node's use change only on dirty nodes or
+        through another job in the list."""
+        if self.all_dirty(changes[i]):
+            return SCOPE_NONE
+        if self.rose[i]:
+            return SCOPE_ALL
+        return SCOPE_OVERFLOWING if self.n_overflowing else SCOPE_NONE
 
     cdef inline Py_ssize_t add_overflowing_nodes(self, i64 j, char* mark, i64* out, Py_ssize_t n) noexcept:
         """:meth:`add_unmarked_nodes` for those of ``j``'s nodes whose overflow is not 0."""
@@ -1739,6 +1750,7 @@ cdef class _Run:
         iteration order of the Python set the reference builds (the sum's rounding depends on it)."""
         cdef double total = self.overflow_rate
         cdef Py_ssize_t i, p, m = 0, bound
+        cdef int scope
         cdef i64 node, j
         cdef i64* nodes
         cdef i64* held
@@ -1749,7 +1761,7 @@ cdef class _Run:
                 raise MemoryError()
             bound = self.n_dirty
             for i in range(n_changes):
-                if (self.overflow_may_change(i) or self.n_overflowing) and not self.all_dirty(changes[i]):
+                if self.overflow_scope(changes, i) != SCOPE_NONE:
                     bound += self.size[changes[i]]
             if bound * 16 < self.n_nodes:
                 # Few: collected, then sorted.
@@ -1760,11 +1772,10 @@ cdef class _Run:
                         nodes[m] = node
                         m += 1
                 for i in range(n_changes):
-                    if self.all_dirty(changes[i]):
-                        continue  # (its nodes are among the dirty)
-                    if self.overflow_may_change(i):
+                    scope = self.overflow_scope(changes, i)
+                    if scope == SCOPE_ALL:
                         m = self.add_unmarked_nodes(changes[i], mark, nodes, m)
-                    elif self.n_overflowing:
+                    elif scope == SCOPE_OVERFLOWING:
                         m = self.add_overflowing_nodes(changes[i], mark, nodes, m)
                 _sort_marked(nodes, m, mark, self.n_nodes)
             else:
@@ -1773,13 +1784,12 @@ cdef class _Run:
                 for i in range(self.n_dirty):
                     mark[self.dirty[i]] = 1
                 for i in range(n_changes):
-                    if self.all_dirty(changes[i]):
-                        continue
+                    scope = self.overflow_scope(changes, i)
                     held = self.node_walk(changes[i])
-                    if self.overflow_may_change(i):
+                    if scope == SCOPE_ALL:
                         for p in range(self.size[changes[i]]):
                             mark[held[p]] = 1
-                    elif self.n_overflowing:
+                    elif scope == SCOPE_OVERFLOWING:
                         for p in range(self.size[changes[i]]):
                             if self.overflow[held[p]] != 0.0:
                                 mark[held[p]] = 1
