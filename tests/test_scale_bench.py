@@ -9,15 +9,17 @@ from tiersweep.sweep.scale_bench import SUBLINEAR, core_path, measure_case, tier
 
 
 def test_a_case_reports_engine_time_jobs_slots_and_peak_memory(tmp_path):
+    # (Enough jobs that the run's CPU time is above a tick of the process clock, which is coarse
+    # on some machines: a 60-job run measured 0.0 s.)
     spec = {
         "seed": 2,
-        "workload": {"model": "lublin03", "jobs": 60, "max_size": 40},
+        "workload": {"model": "lublin03", "jobs": 3000, "max_size": 40},
         "platform": {"nodes": 64, "tiers": 2},
         "policy": {"name": "amcbf"},
     }
     result = measure_case(spec, tmp_path, "tiny")
     sizes = simulate(spec).jobs["size"]
-    assert result.finished and result.jobs == 60 and result.slots == int(sum(sizes))
+    assert result.finished and result.jobs == 3000 and result.slots == int(sum(sizes))
     assert 0 < result.cpu_seconds and 0 < result.seconds
     assert 10 < result.peak_mb < 4096  # the child's own peak (an interpreter: tens of MB)
 
