@@ -71,6 +71,6 @@ def test_the_curie_target_is_judged_on_the_whole_processes_cpu_time(tmp_path):
     full = tiered_cases(Path("/traces"), quick=False)
     curie = {label.split(",")[0]: targets for label, _, _, targets in full}["CEA-Curie whole log"]
     assert curie["amcbf"].whole_process and curie["keasy"].whole_process and curie["amcbf"].ratio == 30.0
-    spec = {"workload": {"model": "lublin03", "jobs": 40}, "platform": {"nodes": 64, "tiers": 2}}
+    spec = {"workload": {"model": "lublin03", "jobs": 3000, "max_size": 40}, "platform": {"nodes": 64, "tiers": 2}}
     result = measure_case({**spec, "policy": {"name": "amcbf"}}, tmp_path, "tiny")
     assert result.process_cpu_seconds > result.cpu_seconds > 0
