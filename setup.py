@@ -7,7 +7,9 @@ still succeeds, says so in one line, and the simulator runs its Python reference
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -16,8 +18,11 @@ from setuptools.command.build_py import build_py
 #: The compiled kernels: (module, source), paths relative to the project root.
 KERNELS = (
     ("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),
+    ("tiersweep.core.platforms._ranked", "core/platforms/_ranked.pyx"),
     ("tiersweep.core.platforms._tiered_run", "core/platforms/_tiered_run.pyx"),
 )
+#: Where the kernels' ``.pxd`` files are found under their package's name (a build product).
+CIMPORT_ROOT = Path("build") / "cython-include"
 SKIPPED = "tiersweep: no C compiler, the compiled path is not built; the Python path will run"
 
 
@@ -67,6 +72,26 @@ class BuildPy(build_py):
         return [m for m in modules if not (package == "tiersweep" and m[1] == "setup")]
 
 
+def _cimport_root() -> str:
+    """A folder holding ``tiersweep/core/platforms/*.pxd``, for the kernels' cimports of each other.
+
+    The project root is the package ``tiersweep`` under another folder name, so Cython, which
+    finds ``from ._ranked cimport ...`` by the package's name, would look for a ``tiersweep``
+    folder that does not exist; the ``.pxd`` files are copied into one (with their timestamps,
+    so that a kernel is re-translated only when a ``.pxd`` it cimports changed).
+    """
+    root = Path(__file__).resolve().parent
+    include = root / CIMPORT_ROOT
+    target = include / "tiersweep" / "core" / "platforms"
+    shutil.rmtree(include / "tiersweep", ignore_errors=True)
+    target.mkdir(parents=True)
+    for package in (include / "tiersweep", target.parent, target):
+        (package / "__init__.py").touch()
+    for pxd in (root / "core" / "platforms").glob("*.pxd"):
+        shutil.copy2(pxd, target / pxd.name)
+    return str(include)
+
+
 def _extensions() -> list:
     try:
         from Cython.Build import cythonize
@@ -82,7 +107,12 @@ def _extensions() -> list:
     # the Python reference does.
     flags = ["-ffp-contract=off"] if sys.platform != "win32" else []
     modules = [Extension(name, [source], extra_compile_args=flags) for name, source in KERNELS]
-    return cythonize(modules, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})
+    return cythonize(
+        modules,
+        include_path=[_cimport_root()],
+        language_level=3,
+        compiler_directives={"boundscheck": False, "wraparound": False},
+    )
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPy})

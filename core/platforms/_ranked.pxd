@@ -1,0 +1,76 @@
+# The node index of the compiled run and the sorts it shares with the run (_ranked.pyx): what
+# _tiered_run cimports. The constants are an enum, not DEF, so that both modules read one
+# definition.
+
+cimport cython
+from libc.math cimport INFINITY
+
+ctypedef long long i64
+
+
+# A node and its key, ordered by (key, node).
+cdef struct KeyNode:
+    double key
+    i64 node
+
+
+# A process and its estimated CPU usage, ordered heaviest first (_Run.place).
+cdef struct EstProc:
+    double est
+    i64 process
+
+
+ctypedef fused Sortable:
+    KeyNode
+    EstProc
+
+
+ctypedef fused Radixed:
+    KeyNode
+    EstProc
+    i64
+
+
+cdef enum:
+    BLOCK_SHIFT = 4  # ids per block of _Ranked, as a power of two
+    RADIX_BITS = 11
+    RADIX = 1 << RADIX_BITS
+    RADIX_PASSES = 9  # three digits of the node (up to 2 ** 33 nodes), six of the key's bits
+
+
+cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil
+cdef bint _radix_sort(Radixed* a, Py_ssize_t n, Radixed* tmp, unsigned int* counts) noexcept nogil
+
+
+@cython.final
+cdef class _Ranked:
+    cdef double* keys
+    cdef Py_ssize_t n, n_blocks, leaves, n_dirty
+    cdef Py_ssize_t n_members  # the ids whose key is not inf
+    cdef double* tree_key  # per tree node: the least key under it (leaves: one block each)
+    cdef i64* tree_node  # and the least node id holding it
+    cdef char* block_dirty
+    cdef i64* dirty_blocks
+    cdef i64* frontier  # scratch: the tree nodes still to visit, a heap by (key, node)
+    cdef KeyNode* tmp  # scratch of the sorts, for 2 * (n + 1) pairs
+    cdef unsigned int* counts  # scratch of the bucket sort: two levels' bucket ends
+    cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
+
+    cdef bint pull(self, Py_ssize_t i) noexcept
+    cdef void clean(self) noexcept
+    cdef void frontier_push(self, Py_ssize_t* m, i64 t) noexcept
+    cdef i64 frontier_pop(self, Py_ssize_t* m) noexcept
+    cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept
+    cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept
+    cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept
+
+    # Here, not in _ranked.pyx, so that the run's many updates compile inline.
+    cdef inline void set(self, i64 node, double key) noexcept:
+        """Node ``node``'s key (``inf``: not a member); the tree learns it at the next clean."""
+        cdef i64 b = node >> BLOCK_SHIFT
+        self.n_members += (key != INFINITY) - (self.keys[node] != INFINITY)
+        self.keys[node] = key
+        if not self.block_dirty[b]:
+            self.block_dirty[b] = 1
+            self.dirty_blocks[self.n_dirty] = b
+            self.n_dirty += 1
