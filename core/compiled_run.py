@@ -2,8 +2,9 @@
 
 For the consolidation family (CMBF, AMBF, CMCBF, AMCBF, SMCBF), KEASY and REASY on the ``nodes``
 platform with any number of tiers, the event loop, the policy's passes and the platform's state run compiled together
-(``core/platforms/_tiered_run.pyx``), then write their results back into the jobs and the
-engine, so that the same Python code builds the job records and metrics. Anything it does not
+(``core/platforms/_tiered_run.pyx``, with its node index ``core/platforms/_ranked.pyx``), then
+write their results back into the jobs and the engine, so that the same Python code builds the
+job records and metrics. Anything it does not
 implement runs the Python loop instead (:func:`why_not`), never a different model.
 """
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["why_not", "run_compiled", "run_path_line", "WHOLE_RUN"]
 
 _MODULE = "tiersweep.core.platforms._tiered_run"
+#: The compiled node index the run cimports: the run is taken only where both import.
+_INDEX = "tiersweep.core.platforms._ranked"
 #: How the run summary names the compiled whole run.
 WHOLE_RUN = "compiled whole run"
 #: The policies it covers (by registry name; the classes are checked too).
@@ -53,6 +56,7 @@ class WholeRunEngine(Protocol):
 
 def _module():  # noqa: ANN202 (a module or None)
     try:
+        importlib.import_module(_INDEX)
         return importlib.import_module(_MODULE)
     except ImportError:
         return None

@@ -236,6 +236,18 @@ def test_what_the_whole_run_does_not_cover_runs_the_python_loop_and_says_why(mon
     assert compiled_run.why_not(engine) == f"{compiled_path.PURE_PYTHON_ENV} is set"
 
 
+def test_the_whole_run_is_not_taken_without_its_node_index_module(monkeypatch):
+    # The run (_tiered_run) and its node index (_ranked) are two compiled modules, used both or
+    # neither: with the index unimportable, even a run module already imported is not taken.
+    _require_compiled()
+    spec = _model_spec("lublin03", 60, 16, "amcbf", 2, seed=2)
+    assert _run_path(monkeypatch, spec) == compiled_run.WHOLE_RUN
+    monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "tiersweep.core.platforms._ranked", None)
+    engine = Engine([], Nodes(4, 2), Amcbf())
+    assert compiled_run.why_not(engine) == "the compiled whole run is not built"
+
+
 @pytest.mark.parametrize("policy", WHOLE_RUN_POLICIES)
 @pytest.mark.parametrize(
     "options",
