@@ -2,7 +2,7 @@
 
 The tiered platform's hot loops have compiled twins (``core/platforms/_nodes_fast.pyx``), and the
 consolidation family, KEASY and REASY on any number of tiers run compiled whole
-(``core/platforms/_tiered_run.pyx``);
+(``core/platforms/_tiered_run.pyx``, its node index in ``core/platforms/_ranked.pyx``);
 ``TIERSWEEP_PURE_PYTHON=1`` forces the Python reference. Each case here runs one spec on both
 paths and requires bit-identical per-job records and metrics, on real logs and on generated
 workloads, with 1-4 tiers. The tests skip, saying so, only where the extension is not built;

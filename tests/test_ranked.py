@@ -130,7 +130,7 @@ def test_blocks_give_the_schedule_of_a_whole_sort(monkeypatch, policy, nodes):
 
 
 def _compiled_ranked():
-    return pytest.importorskip("tiersweep.core.platforms._tiered_run")._Ranked
+    return pytest.importorskip("tiersweep.core.platforms._ranked")._Ranked
 
 
 def _reference(keys: dict, skip, count: int) -> list:
