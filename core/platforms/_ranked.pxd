@@ -42,6 +42,8 @@ cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil
 cdef bint _radix_sort(Radixed* a, Py_ssize_t n, Radixed* tmp, unsigned int* counts) noexcept nogil
 
 
+# Final: its methods call each other directly, not through the table of methods (which the run
+# still takes for the larger ones; set, defined here, compiles inline in the run).
 @cython.final
 cdef class _Ranked:
     cdef double* keys
@@ -64,7 +66,7 @@ cdef class _Ranked:
     cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept
 
-    # Here, not in _ranked.pyx, so that the run's many updates compile inline.
+    # Defined here, not in _ranked.pyx, so that the run's many updates compile inline in it.
     cdef inline void set(self, i64 node, double key) noexcept:
         """Node ``node``'s key (``inf``: not a member); the tree learns it at the next clean."""
         cdef i64 b = node >> BLOCK_SHIFT

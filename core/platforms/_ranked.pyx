@@ -1,18 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The node index of the compiled run: node ids ordered by ``(key, node)``, and the sorts it uses.
 
-:class:`_Ranked` is the compiled twin of :class:`~tiersweep.core.ranked.RankedSet`: the
-consolidation policies re-rank every node a start or an end touched, and ask for "the ``count``
-best nodes" at each placement, on machines of up to about 100,000 nodes, so the index must
-neither sort every node per pick nor cost more than a store per update. The keys live in one
-array (``inf`` marks a non-member), cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a
-tournament tree over the blocks' least ``(key, node)``: picking the ``count`` best visits the
-blocks that can hold a winner, best first, in about ``O(count log n)``, and reads every key
-only when the count is a large share of the members (then reading them all in order is
-cheaper). Many picks are then sorted by a bucket sort over the keys' bits.
+:class:`_Ranked` is the compiled run's :class:`~tiersweep.core.ranked.RankedSet`: the
+consolidation policies re-rank every node a start or an end touched, thousands at a time on a
+large machine, and ask at each placement for "the ``count`` best nodes", so an update must
+cost no more than a store and a pick must not sort every node. The keys live in one array
+(``inf`` marks a non-member), cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament
+tree over the blocks' least ``(key, node)``: picking the ``count`` best visits the blocks that
+can hold a winner, best first, in about ``O(count log n)``, and reads every key only when the
+count is a large share of the members (then reading them all in order is cheaper). Many picks
+are then sorted by a bucket sort over the keys' bits.
 
-The sorts are here too, as the index's own: :func:`_merge_sort` and :func:`_radix_sort` are
-also the run's (a job's processes, heaviest estimate first; node ids), through ``_ranked.pxd``.
+The sorts are the index's; :func:`_merge_sort` and :func:`_radix_sort` also serve the run (a
+job's processes heaviest estimate first, node ids ascending), which cimports them, with
+:class:`_Ranked`, from ``_ranked.pxd``: one definition of the orders and of the digits.
 """
 
 from libc.math cimport INFINITY
@@ -22,12 +23,14 @@ from libc.string cimport memcpy, memset
 
 from ._bits cimport TIERSWEEP_CTZ64
 
+# The bucket sort of _Ranked's picks (BLOCK_SHIFT and the radix digits are in _ranked.pxd).
 DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
 DEF FIRST_PER = 64  # ids per bucket of its first spread (to twice as many)
 DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
 DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
 DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
 DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
+
 
 cdef inline bint _less(double ka, i64 na, double kb, i64 nb) noexcept nogil:
     return ka < kb or (ka == kb and na < nb)
