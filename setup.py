@@ -45,7 +45,14 @@ def _build_errors() -> tuple[type[BaseException], ...]:
 
 
 class OptionalBuildExt(build_ext):
-    """``build_ext`` that skips the extensions, with one line, where they cannot be compiled."""
+    """``build_ext`` that skips the extensions, with one line, where they cannot be compiled.
+
+    Once one fails, the rest are not tried: without a compiler none would build, and the whole
+    run (which cimports its node index, built before it) is not built without its index. The
+    install says so once.
+    """
+
+    _skipped = False
 
     def run(self) -> None:
         try:
@@ -54,13 +61,17 @@ class OptionalBuildExt(build_ext):
             self._skip(error)
 
     def build_extension(self, ext) -> None:  # noqa: ANN001 (setuptools' own type)
+        if self._skipped:
+            return
         try:
             super().build_extension(ext)
         except _build_errors() as error:
             self._skip(error)
 
     def _skip(self, error: BaseException) -> None:
-        print(f"{SKIPPED} ({type(error).__name__})", file=sys.stderr)
+        if not self._skipped:
+            print(f"{SKIPPED} ({type(error).__name__})", file=sys.stderr)
+        self._skipped = True
 
 
 class BuildPy(build_py):

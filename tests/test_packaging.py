@@ -130,7 +130,8 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
         assert kernels == ["_nodes_fast", "_ranked", "_tiered_run"]
     else:
         assert kernels == []
-        assert "the compiled path is not built; the Python path will run" in done.stdout + done.stderr
+        # One line for the install, not one per kernel.
+        assert (done.stdout + done.stderr).count("the compiled path is not built; the Python path will run") == 1
 
 
 def test_dependencies_point_one_way():
