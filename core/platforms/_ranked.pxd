@@ -40,6 +40,9 @@ cdef enum:
 
 cdef void _merge_sort(Sortable* a, Py_ssize_t n, Sortable* tmp) noexcept nogil
 cdef bint _radix_sort(Radixed* a, Py_ssize_t n, Radixed* tmp, unsigned int* counts) noexcept nogil
+cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept
+cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept
+cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept
 
 
 # Final: its methods call each other directly, not through the table of methods (which the run

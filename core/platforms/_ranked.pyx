@@ -16,12 +16,12 @@ job's processes heaviest estimate first, node ids ascending), which cimports the
 :class:`_Ranked`, from ``_ranked.pxd``: one definition of the orders and of the digits.
 """
 
-from libc.math cimport INFINITY
-from libc.stdlib cimport calloc, free, malloc
+from libc.math cimport INFINITY, NAN
+from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.limits cimport ULLONG_MAX
 from libc.string cimport memcpy, memset
 
-from ._bits cimport TIERSWEEP_CTZ64
+from ._bits cimport TIERSWEEP_CTZ64, TIERSWEEP_FIRST_BYTE_LOW
 
 # The bucket sort of _Ranked's picks (BLOCK_SHIFT and the radix digits are in _ranked.pxd).
 DEF BUCKETS = 65536  # the most buckets of a spread of _Ranked's sort
@@ -581,3 +581,61 @@ cdef class _Ranked:
         for i in range(m):
             out[i] = found[i].node
         return m
+
+
+cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
+    cdef i64 x = (<const i64*>a)[0], y = (<const i64*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
+    """Sort ``values[:n]`` ascending: a few by insertion, more (ids in ``0 .. 2 ** 33``) in a
+    radix sort, else by qsort."""
+    cdef Py_ssize_t i, j
+    cdef i64 x
+    cdef unsigned int counts[3 * RADIX]
+    cdef i64* tmp
+    if n <= 32:
+        for i in range(1, n):
+            x = values[i]
+            j = i - 1
+            while j >= 0 and values[j] > x:
+                values[j + 1] = values[j]
+                j -= 1
+            values[j + 1] = x
+        return
+    tmp = <i64*>malloc(n * sizeof(i64))
+    if tmp == NULL or not _radix_sort(values, n, tmp, counts):
+        qsort(values, n, sizeof(i64), _cmp_i64)
+    free(tmp)
+
+
+cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
+    """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
+    them are read off the marks in order (linear), few are sorted."""
+    if n * 16 < top:
+        _sort_i64(values, n)
+        return
+    _marked(mark, top, values)
+
+
+cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept:
+    """The indices ``0 .. top - 1`` marked in ``mark`` (each mark 0 or 1), ascending, into
+    ``out``; returns their count. Eight marks are read at a time, and a word's marked ones are
+    taken by their lowest set bit, with no test per mark (a mark is as good as random)."""
+    cdef Py_ssize_t i = 0, m = 0
+    cdef unsigned long long word
+    while i + 8 <= top:
+        memcpy(&word, mark + i, 8)
+        word = TIERSWEEP_FIRST_BYTE_LOW(word)
+        while word:
+            out[m] = i + (TIERSWEEP_CTZ64(word) >> 3)
+            m += 1
+            word &= word - 1
+        i += 8
+    while i < top:
+        if mark[i]:
+            out[m] = i
+            m += 1
+        i += 1
+    return m

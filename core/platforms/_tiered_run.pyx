@@ -29,8 +29,9 @@ from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove, memset
 
-from ._bits cimport TIERSWEEP_CTZ64, TIERSWEEP_FIRST_BYTE_LOW
-from ._ranked cimport RADIX, RADIX_PASSES, EstProc, KeyNode, _merge_sort, _radix_sort, _Ranked, i64
+from ._ranked cimport (
+    RADIX, RADIX_PASSES, EstProc, KeyNode, _marked, _merge_sort, _radix_sort, _Ranked, _sort_i64, _sort_marked, i64
+)
 
 
 # Event kinds, as in the engine (their order is the processing order at one timestamp).
@@ -80,11 +81,6 @@ cdef int _cmp_keynode(const void* a, const void* b) noexcept nogil:
     if x.key > y.key:
         return 1
     return (x.node > y.node) - (x.node < y.node)
-
-
-cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
-    cdef i64 x = (<const i64*>a)[0], y = (<const i64*>b)[0]
-    return (x > y) - (x < y)
 
 
 cdef inline double _item(list values, Py_ssize_t i):
@@ -2098,28 +2094,6 @@ cdef class _Run:
         return 0
 
 
-cdef void _sort_i64(i64* values, Py_ssize_t n) noexcept:
-    """Sort ``values[:n]`` ascending: a few by insertion, more (ids in ``0 .. 2 ** 33``) in a
-    radix sort, else by qsort."""
-    cdef Py_ssize_t i, j
-    cdef i64 x
-    cdef unsigned int counts[3 * RADIX]
-    cdef i64* tmp
-    if n <= 32:
-        for i in range(1, n):
-            x = values[i]
-            j = i - 1
-            while j >= 0 and values[j] > x:
-                values[j + 1] = values[j]
-                j -= 1
-            values[j + 1] = x
-        return
-    tmp = <i64*>malloc(n * sizeof(i64))
-    if tmp == NULL or not _radix_sort(values, n, tmp, counts):
-        qsort(values, n, sizeof(i64), _cmp_i64)
-    free(tmp)
-
-
 cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept:
     """Sort ``values[:n]`` ascending and drop repeats in place, returning how many are left,
     through a mark per value (all clear before and after): the repeats go first, so a wide job
@@ -2135,37 +2109,6 @@ cdef Py_ssize_t _distinct_sorted(i64* values, Py_ssize_t n, char* mark) noexcept
     if kept > 1:
         _sort_i64(values, kept)
     return kept
-
-
-cdef void _sort_marked(i64* values, Py_ssize_t n, char* mark, Py_ssize_t top) noexcept:
-    """Sort the distinct ``values[:n]`` in ``0 .. top - 1``, each marked in ``mark``: many of
-    them are read off the marks in order (linear), few are sorted."""
-    if n * 16 < top:
-        _sort_i64(values, n)
-        return
-    _marked(mark, top, values)
-
-
-cdef Py_ssize_t _marked(char* mark, Py_ssize_t top, i64* out) noexcept:
-    """The indices ``0 .. top - 1`` marked in ``mark`` (each mark 0 or 1), ascending, into
-    ``out``; returns their count. Eight marks are read at a time, and a word's marked ones are
-    taken by their lowest set bit, with no test per mark (a mark is as good as random)."""
-    cdef Py_ssize_t i = 0, m = 0
-    cdef unsigned long long word
-    while i + 8 <= top:
-        memcpy(&word, mark + i, 8)
-        word = TIERSWEEP_FIRST_BYTE_LOW(word)
-        while word:
-            out[m] = i + (TIERSWEEP_CTZ64(word) >> 3)
-            m += 1
-            word &= word - 1
-        i += 8
-    while i < top:
-        if mark[i]:
-            out[m] = i
-            m += 1
-        i += 1
-    return m
 
 
 def run(engine, double floor):
