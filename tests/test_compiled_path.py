@@ -282,6 +282,17 @@ def test_a_machine_with_vectorised_state_and_wide_jobs_is_identical_on_both_path
     _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} on 2,100 nodes")
 
 
+@pytest.mark.parametrize("policy", ["amcbf", "cmcbf", "keasy"])
+def test_wide_background_jobs_restarted_on_a_large_machine_are_identical_on_both_paths(monkeypatch, policy):
+    # 6,000 nodes (from 4,096 the compiled index keeps its eligible nodes sorted between picks):
+    # jobs up to the machine's size at load 0.8, so that wide background jobs are suspended by
+    # the foreground jobs that land on their nodes and restarted, over and over, on nearly the
+    # same nodes (their nodes leave the index and come back with the keys they had).
+    spec = _model_spec("lublin03", 300, 6000, policy, 2, seed=2)
+    spec["workload"].update(load=0.8, max_size=6000)
+    _assert_identical(*_both_paths(monkeypatch, spec), f"{policy} on 6,000 nodes")
+
+
 @pytest.mark.parametrize("policy", ["amcbf", "keasy"])
 def test_overflowing_nodes_under_wide_jobs_are_identical_on_both_paths(monkeypatch, policy):
     # CPU use near 1, no foreground overhead, full background efficiency and estimates that say

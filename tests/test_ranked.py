@@ -196,3 +196,81 @@ def test_compiled_ranked_picks_as_a_sort_of_many(space, seed, shares, counts, ne
     for share in counts:
         count = int(share * len(members))
         assert ranked.best(count, skip) == _reference(members, skip, count)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    space=st.integers(1, 3000),
+    seed=st.integers(0, 2**32 - 1),
+    rounds=st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.02, 0.3, 0.9]),  # the share of members that leave and come back
+            st.sampled_from([0, 1, 3, 30, 400]),  # how many ids get another key (few: merged while read)
+            st.sampled_from([0.0, 0.3, 1.0]),  # the share of every id re-keyed (many: sorted afresh)
+            st.floats(0.0, 1.2),  # the count picked, as a share of the members
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    odd=st.sampled_from([None, -0.5, np.nan]),
+)
+def test_the_standing_order_picks_as_a_sort_and_as_the_index_without_it(space, seed, rounds, odd):
+    # The standing order keeps the members sorted between picks: ids that leave and come back
+    # with their old keys (a background job's restart) keep their place; ids given other keys
+    # are merged in while the order is read (few), merged into it (more), or all re-sorted
+    # (many). Each pick must be a plain sort's, and the index without a standing order must
+    # give the same, also with negative keys, and with a nan (the standing order then stops).
+    compiled = _compiled_ranked()
+    rng = np.random.default_rng(seed)
+    keys = np.round(rng.random(space), 3)  # ties
+    standing, plain = compiled(space, 0.0, True), compiled(space, 0.0, False)
+    truth = dict.fromkeys(range(space), 0.0)
+    for index, (churn, moved, rekeyed, share) in enumerate(rounds):
+        before = dict(truth)
+        changes = {}
+        out = rng.random(space) < churn
+        changes.update((node, np.inf) for node in np.flatnonzero(out).tolist())
+        for node in rng.choice(space, min(moved, space), replace=False).tolist():
+            changes[node] = float(rng.choice([0.125, 0.25, 0.5]))  # often one it had before
+        if rekeyed:
+            for node in np.flatnonzero(rng.random(space) < rekeyed).tolist():
+                changes[node] = float(np.round(rng.random(), 3))
+        if odd is not None and index == len(rounds) // 2:
+            changes[int(rng.integers(space))] = odd
+        for table in (standing, plain):
+            table.put(list(changes), list(changes.values()))
+        truth.update(changes)
+        skip = set(np.flatnonzero(rng.random(space) < 0.05).tolist())
+        members = {node: key for node, key in truth.items() if key != np.inf}
+        count = int(share * len(members))
+        chosen = standing.best(count, skip)
+        assert chosen == plain.best(count, skip)
+        if not any(key != key for key in members.values()):
+            assert chosen == _reference(members, skip, count)
+        # those that left come back with the keys they had (or new ones, if they had none)
+        back = {node: keys[node] if before[node] == np.inf else before[node] for node in np.flatnonzero(out).tolist()}
+        back = {node: key for node, key in back.items() if truth[node] == np.inf}
+        for table in (standing, plain):
+            table.put(list(back), list(back.values()))
+        truth.update(back)
+
+
+@pytest.mark.parametrize("moved", [10, 400, 1000], ids=["merged while read", "merged", "sorted afresh"])
+def test_ids_given_back_their_earlier_keys_are_placed_by_them(moved):
+    # Ids re-keyed (and picked, so that the order takes them in), then given back the keys they
+    # had: the order must place them by their keys again, in each of its three ways.
+    space = 2000
+    rng = np.random.default_rng(moved)
+    keys = rng.random(space)
+    ranked = _compiled_ranked()(space, np.inf, True)
+    ranked.put(list(range(space)), keys.tolist())
+    assert ranked.best(space) == np.argsort(keys, kind="stable").tolist()
+    nodes = rng.choice(space, moved, replace=False).tolist()
+    for new in (rng.random(moved) + 1.0, keys[nodes]):  # moved to the back, then back again
+        ranked.put(nodes, new.tolist())
+        keys[nodes] = new
+        assert ranked.best(space) == np.argsort(keys, kind="stable").tolist()
+        assert (
+            ranked.best(space // 2, set(nodes[:3]))
+            == [n for n in np.argsort(keys, kind="stable").tolist() if n not in nodes[:3]][: space // 2]
+        )

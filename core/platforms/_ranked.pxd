@@ -60,6 +60,18 @@ cdef class _Ranked:
     cdef KeyNode* tmp  # scratch of the sorts, for 2 * (n + 1) pairs
     cdef unsigned int* counts  # scratch of the bucket sort: two levels' bucket ends
     cdef unsigned long long* marks  # scratch of the bucket sort: a bit per node id, all clear
+    # The standing order (see settle): (placed key, id) pairs, kept between reads.
+    cdef bint standing
+    cdef KeyNode* order
+    cdef KeyNode* order_spare  # the merge's output, then swapped with ``order``
+    cdef Py_ssize_t order_n
+    cdef KeyNode* pending  # the moved with a key not inf, by (key, id), not yet merged
+    cdef Py_ssize_t n_pending
+    cdef double* placed  # per id: the key it is placed by in ``order`` (nan: not in it)
+    cdef i64* moved  # the ids given a key other than the one they are placed by
+    cdef char* moved_mark
+    cdef char* absent  # per id: whether its key is inf (read by the walk: a byte, not a key)
+    cdef Py_ssize_t n_moved
 
     cdef bint pull(self, Py_ssize_t i) noexcept
     cdef void clean(self) noexcept
@@ -67,6 +79,9 @@ cdef class _Ranked:
     cdef i64 frontier_pop(self, Py_ssize_t* m) noexcept
     cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept
     cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept
+    cdef bint settle(self, KeyNode* loc) noexcept
+    cdef void clear_moved(self) noexcept
+    cdef Py_ssize_t first_in_order(self, Py_ssize_t count, char* skip, i64* out) noexcept
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept
 
     # Defined here, not in _ranked.pyx, so that the run's many updates compile inline in it.
@@ -75,6 +90,14 @@ cdef class _Ranked:
         cdef i64 b = node >> BLOCK_SHIFT
         self.n_members += (key != INFINITY) - (self.keys[node] != INFINITY)
         self.keys[node] = key
+        if self.standing:
+            # (What the standing order needs: a byte per id for its walk, and the ids given
+            # another key than the one they are placed by.)
+            self.absent[node] = key == INFINITY
+            if key != INFINITY and not (key == self.placed[node]) and not self.moved_mark[node]:
+                self.moved_mark[node] = 1
+                self.moved[self.n_moved] = node
+                self.n_moved += 1
         if not self.block_dirty[b]:
             self.block_dirty[b] = 1
             self.dirty_blocks[self.n_dirty] = b

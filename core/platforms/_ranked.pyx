@@ -30,6 +30,8 @@ DEF FIRST_MOST = 1024  # and the most buckets (few places written to at a time)
 DEF SORT_FEW = 16  # a bucket of at most this many pairs: sorted by insertion
 DEF BUCKETS_FROM = 256  # fewer pairs: _Ranked's select and merge sort
 DEF LINEAR_FROM = 8  # _Ranked reads every key for a count of at least 1 / LINEAR_FROM of its members
+DEF STANDING_FROM = 4096  # ids: from this many, _Ranked keeps its members sorted between reads
+DEF PENDING_MOST = 64  # the standing order merges its moved ids when more than 1 / PENDING_MOST of it
 
 
 cdef inline bint _less(double ka, i64 na, double kb, i64 nb) noexcept nogil:
@@ -281,11 +283,31 @@ cdef class _Ranked:
     array, cut into blocks of ``2 ** BLOCK_SHIFT`` ids, with a tournament tree over the blocks'
     least ``(key, node)``, so that picking the ``count`` best visits the blocks that can hold a
     winner, best first, in about ``O(count log n)``, and does not read every node unless the
-    count is a large share of the members (then reading them all in order is cheaper)."""
+    count is a large share of the members (then reading them all in order is cheaper). From
+    ``STANDING_FROM`` ids (or as ``standing`` says), a large share is read off a standing order
+    of the members, kept sorted between picks (:meth:`settle`)."""
 
-    def __cinit__(self, Py_ssize_t n, double key):
+    def __cinit__(self, Py_ssize_t n, double key, standing=None):
         cdef Py_ssize_t i
         self.n = n
+        self.standing = n >= STANDING_FROM if standing is None else bool(standing)
+        if self.standing:
+            self.order = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+            self.order_spare = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+            self.pending = <KeyNode*>malloc((n + 1) * sizeof(KeyNode))
+            self.placed = <double*>malloc((n + 1) * sizeof(double))
+            self.moved = <i64*>malloc((n + 1) * sizeof(i64))
+            self.moved_mark = <char*>calloc(n + 1, 1)
+            self.absent = <char*>malloc(n + 1)
+            if (self.order == NULL or self.order_spare == NULL or self.pending == NULL or self.placed == NULL
+                    or self.moved == NULL or self.moved_mark == NULL or self.absent == NULL):
+                raise MemoryError()
+            self.order_n = n if key != INFINITY else 0
+            for i in range(n):
+                self.order[i].key = key
+                self.order[i].node = i
+                self.placed[i] = key if key != INFINITY else NAN
+                self.absent[i] = key == INFINITY
         self.n_members = n if key != INFINITY else 0
         self.n_blocks = (n >> BLOCK_SHIFT) + 1
         self.leaves = 1
@@ -327,6 +349,13 @@ cdef class _Ranked:
         free(self.tmp)
         free(self.counts)
         free(self.marks)
+        free(self.order)
+        free(self.order_spare)
+        free(self.pending)
+        free(self.placed)
+        free(self.moved)
+        free(self.moved_mark)
+        free(self.absent)
 
     cdef inline bint pull(self, Py_ssize_t i) noexcept:
         """Tree node ``i`` from its children; whether it changed."""
@@ -513,6 +542,138 @@ cdef class _Ranked:
             start = c[i]
         return True
 
+    cdef bint settle(self, KeyNode* loc) noexcept:
+        """Bring the standing order up to date; False (and no standing order from then on) if a
+        key is not a number (``loc``: room for ``n`` pairs).
+
+        A node's key changes far less often than its membership: a background job's restart
+        takes its nodes out of the index (key inf) and puts them back with the keys they had,
+        each time. So the members are kept sorted across reads: an id stays placed by its last
+        finite key while its key is inf, and only an id given another finite key (``moved``)
+        is placed again. A few moved are sorted into ``pending`` and merged while the order is
+        read (:meth:`first_in_order`); more, merged into the order; many, all sorted afresh."""
+        cdef Py_ssize_t i, b = 0, m = 0, k = 0
+        cdef i64 node
+        cdef i64* ids = <i64*>self.tmp  # room for 2 * (n + 1)
+        cdef KeyNode* merged = self.order_spare
+        cdef KeyNode* swap
+        cdef KeyNode x
+        cdef double key
+        self.n_pending = 0
+        if self.n_moved == 0:
+            return True
+        for i in range(self.n_moved):
+            key = self.keys[self.moved[i]]
+            if key != key:
+                self.standing = False
+                return False
+        if self.n_moved * 4 >= self.n:
+            # Many: every member sorted (ids placed by their keys, the others not placed).
+            for node in range(self.n):
+                ids[m] = node
+                m += self.keys[node] != INFINITY
+            if self.sort_ids(ids, m, m, loc, <i64*>self.order_spare):
+                for i in range(m):
+                    node = (<i64*>self.order_spare)[i]
+                    self.order[i].key = self.keys[node]
+                    self.order[i].node = node
+            else:
+                for i in range(m):
+                    self.order[i].key = self.keys[ids[i]]
+                    self.order[i].node = ids[i]
+                _merge_sort(self.order, m, self.tmp + self.n + 1)
+            for node in range(self.n):
+                self.placed[node] = NAN
+            for i in range(m):
+                self.placed[self.order[i].node] = self.order[i].key
+            self.order_n = m
+            self.clear_moved()
+            return True
+        # (In id order: the sorts take ids of equal keys in the order given.)
+        _sort_marked(self.moved, self.n_moved, self.moved_mark, self.n)
+        for i in range(self.n_moved):
+            node = self.moved[i]
+            ids[k] = node
+            k += self.keys[node] != INFINITY
+        if k >= BUCKETS_FROM and self.sort_ids(ids, k, k, loc, ids + 2 * k):
+            for i in range(k):
+                node = ids[2 * k + i]
+                self.pending[i].key = self.keys[node]
+                self.pending[i].node = node
+        else:
+            for i in range(k):
+                self.pending[i].key = self.keys[ids[i]]
+                self.pending[i].node = ids[i]
+            _merge_sort(self.pending, k, self.tmp + self.n + 1)
+        self.n_pending = k
+        if self.n_moved * PENDING_MOST < self.order_n:
+            return True  # merged while read
+        for i in range(self.order_n):
+            x = self.order[i]
+            if self.moved_mark[x.node]:
+                continue
+            while b < k and _less(self.pending[b].key, self.pending[b].node, x.key, x.node):
+                merged[m] = self.pending[b]
+                m += 1
+                b += 1
+            merged[m] = x
+            m += 1
+        while b < k:
+            merged[m] = self.pending[b]
+            m += 1
+            b += 1
+        for i in range(self.n_moved):
+            node = self.moved[i]
+            self.placed[node] = self.keys[node] if self.keys[node] != INFINITY else NAN
+        swap = self.order
+        self.order = merged
+        self.order_spare = swap
+        self.order_n = m
+        self.n_pending = 0
+        self.clear_moved()
+        return True
+
+    cdef void clear_moved(self) noexcept:
+        cdef Py_ssize_t i
+        for i in range(self.n_moved):
+            self.moved_mark[self.moved[i]] = 0
+        self.n_moved = 0
+
+    cdef Py_ssize_t first_in_order(self, Py_ssize_t count, char* skip, i64* out) noexcept:
+        """The first ``count`` members of the (settled) standing order, its pending merged in,
+        not marked in ``skip``, into ``out``; returns how many."""
+        cdef Py_ssize_t i, m = 0, b = 0, k = self.n_pending
+        cdef i64 node
+        cdef KeyNode* pending = self.pending
+        cdef KeyNode x
+        if k == 0:
+            for i in range(self.order_n):
+                node = self.order[i].node
+                out[m] = node
+                m += (self.absent[node] | skip[node]) == 0
+                if m == count:
+                    return m
+            return m
+        for i in range(self.order_n):
+            x = self.order[i]
+            while b < k and _less(pending[b].key, pending[b].node, x.key, x.node):
+                out[m] = pending[b].node
+                m += skip[pending[b].node] == 0
+                b += 1
+                if m == count:
+                    return m
+            out[m] = x.node
+            m += (self.absent[x.node] | skip[x.node] | self.moved_mark[x.node]) == 0
+            if m == count:
+                return m
+        while b < k:
+            out[m] = pending[b].node
+            m += skip[pending[b].node] == 0
+            b += 1
+            if m == count:
+                return m
+        return m
+
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept:
         """The first ``count`` members by ``(key, node)`` not marked in ``skip``, into ``out``
         (fewer if there are fewer); returns how many (``found``: room for every node). For a
@@ -527,6 +688,8 @@ cdef class _Ranked:
         if count <= 0 or self.n_members == 0:
             return 0
         linear = count * LINEAR_FROM >= self.n_members
+        if linear and self.standing and self.settle(found):
+            return self.first_in_order(count, skip, out)
         if linear:
             for node in range(self.n):
                 ids[m] = node

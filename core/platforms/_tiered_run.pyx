@@ -336,7 +336,9 @@ cdef class _Run:
         self.prate = <double*>malloc(vms * sizeof(double))
         self.overflow = <double*>calloc(nodes, sizeof(double))
         # Every node idle: its lower tiers' load is 0; eligible for the background iff 0 < threshold.
-        self.fg_rank = _Ranked(nodes, 0.0)
+        # (No standing order for the foreground: its keys are the background VMs' estimates, which
+        # each background start deals out anew, so most of its picks would sort it afresh.)
+        self.fg_rank = _Ranked(nodes, 0.0, False)
         self.el_rank = _Ranked(nodes, 0.0 if self.policy_tiers > 1 and 0.0 < self.threshold else INFINITY)
         self.fg_key = self.fg_rank.keys
         self.el_key = self.el_rank.keys
