@@ -88,8 +88,7 @@ def _cimport_root() -> str:
 
     The project root is the package ``tiersweep`` under another folder name, so Cython, which
     finds ``from ._ranked cimport ...`` by the package's name, would look for a ``tiersweep``
-    folder that does not exist; the ``.pxd`` files are copied into one (with their timestamps,
-    so that a kernel is re-translated only when a ``.pxd`` it cimports changed).
+    folder that does not exist; the ``.pxd`` files are copied into one.
     """
     root = Path(__file__).resolve().parent
     include = root / CIMPORT_ROOT
@@ -101,6 +100,20 @@ def _cimport_root() -> str:
     for pxd in (root / "core" / "platforms").glob("*.pxd"):
         shutil.copy2(pxd, target / pxd.name)
     return str(include)
+
+
+def _pxd_changed() -> bool:
+    """Whether a ``.pxd`` is newer than a kernel's generated C. Cython's own check of what a
+    source cimports names the source's package by its folders, which here are not called
+    ``tiersweep``, so it misses the ``.pxd`` files, and a kernel compiled against an older
+    declaration of another would crash at run time: then every kernel is translated again."""
+    root = Path(__file__).resolve().parent
+    newest = max((pxd.stat().st_mtime for pxd in (root / "core" / "platforms").glob("*.pxd")), default=0.0)
+    for _, source in KERNELS:
+        generated = (root / source).with_suffix(".c")
+        if generated.exists() and generated.stat().st_mtime < newest:
+            return True
+    return False
 
 
 def _extensions() -> list:
@@ -121,6 +134,7 @@ def _extensions() -> list:
     return cythonize(
         modules,
         include_path=[_cimport_root()],
+        force=_pxd_changed(),
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False},
     )

@@ -80,6 +80,7 @@ cdef class _Ranked:
     cdef void node_order(self, KeyNode* found, Py_ssize_t m, i64* ids) noexcept
     cdef bint sort_ids(self, i64* ids, Py_ssize_t m, Py_ssize_t count, KeyNode* loc, i64* out) noexcept
     cdef bint settle(self, KeyNode* loc) noexcept
+    cdef void sorted_pairs(self, i64* ids, Py_ssize_t m, KeyNode* loc, i64* room, KeyNode* out) noexcept
     cdef void clear_moved(self) noexcept
     cdef Py_ssize_t first_in_order(self, Py_ssize_t count, char* skip, i64* out) noexcept
     cdef Py_ssize_t smallest(self, Py_ssize_t count, char* skip, KeyNode* found, i64* out) noexcept

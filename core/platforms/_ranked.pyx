@@ -572,16 +572,7 @@ cdef class _Ranked:
             for node in range(self.n):
                 ids[m] = node
                 m += self.keys[node] != INFINITY
-            if self.sort_ids(ids, m, m, loc, <i64*>self.order_spare):
-                for i in range(m):
-                    node = (<i64*>self.order_spare)[i]
-                    self.order[i].key = self.keys[node]
-                    self.order[i].node = node
-            else:
-                for i in range(m):
-                    self.order[i].key = self.keys[ids[i]]
-                    self.order[i].node = ids[i]
-                _merge_sort(self.order, m, self.tmp + self.n + 1)
+            self.sorted_pairs(ids, m, loc, <i64*>self.order_spare, self.order)
             for node in range(self.n):
                 self.placed[node] = NAN
             for i in range(m):
@@ -595,16 +586,7 @@ cdef class _Ranked:
             node = self.moved[i]
             ids[k] = node
             k += self.keys[node] != INFINITY
-        if k >= BUCKETS_FROM and self.sort_ids(ids, k, k, loc, ids + 2 * k):
-            for i in range(k):
-                node = ids[2 * k + i]
-                self.pending[i].key = self.keys[node]
-                self.pending[i].node = node
-        else:
-            for i in range(k):
-                self.pending[i].key = self.keys[ids[i]]
-                self.pending[i].node = ids[i]
-            _merge_sort(self.pending, k, self.tmp + self.n + 1)
+        self.sorted_pairs(ids, k, loc, ids + 2 * k, self.pending)
         self.n_pending = k
         if self.n_moved * PENDING_MOST < self.order_n:
             return True  # merged while read
@@ -633,7 +615,24 @@ cdef class _Ranked:
         self.clear_moved()
         return True
 
+    cdef void sorted_pairs(self, i64* ids, Py_ssize_t m, KeyNode* loc, i64* room, KeyNode* out) noexcept:
+        """The members ``ids[:m]`` (in id order; then room for ``m`` more) as ``(key, id)`` pairs,
+        sorted, into ``out`` (``loc``: room for ``m`` pairs, ``room`` for ``m`` ids)."""
+        cdef Py_ssize_t i
+        cdef i64 node
+        if m >= BUCKETS_FROM and self.sort_ids(ids, m, m, loc, room):
+            for i in range(m):
+                node = room[i]
+                out[i].key = self.keys[node]
+                out[i].node = node
+            return
+        for i in range(m):
+            out[i].key = self.keys[ids[i]]
+            out[i].node = ids[i]
+        _merge_sort(out, m, self.tmp + self.n + 1)
+
     cdef void clear_moved(self) noexcept:
+        """No id is moved any more (each is placed by its key, or not placed)."""
         cdef Py_ssize_t i
         for i in range(self.n_moved):
             self.moved_mark[self.moved[i]] = 0
