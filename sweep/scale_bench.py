@@ -41,6 +41,7 @@ from typing import Any
 
 from ..core.compiled_path import path_line, why_python
 from ..core.errors import TiersweepError
+from .worker_env import BLAS_ENV
 
 __all__ = [
     "scale_bench_command",
@@ -89,10 +90,16 @@ def measure_process(
 ) -> Measurement:
     """Run ``command`` (output discarded) and measure its wall time, CPU time and its own peak
     RSS; it is stopped, and reported not finished, past ``cpu_limit`` seconds of its own CPU
-    time (enforced by the kernel: RLIMIT_CPU) or ``wall_limit`` seconds of wall time."""
+    time (enforced by the kernel: RLIMIT_CPU) or ``wall_limit`` seconds of wall time. It runs
+    as a sweep's worker does, with one BLAS thread (else the idle pool's spinning after each
+    ``numpy.dot`` would count into its CPU time)."""
     started = time.perf_counter()
     child = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=lambda: _limit_cpu(cpu_limit)
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: _limit_cpu(cpu_limit),
+        env={**os.environ, **BLAS_ENV},
     )
     deadline = started + wall_limit
     while True:

@@ -74,3 +74,14 @@ def test_the_curie_target_is_judged_on_the_whole_processes_cpu_time(tmp_path):
     spec = {"workload": {"model": "lublin03", "jobs": 3000, "max_size": 40}, "platform": {"nodes": 64, "tiers": 2}}
     result = measure_case({**spec, "policy": {"name": "amcbf"}}, tmp_path, "tiny")
     assert result.process_cpu_seconds > result.cpu_seconds > 0
+
+
+def test_a_case_runs_with_one_blas_thread_as_a_sweep_cell_does():
+    # A sweep's worker gives BLAS one thread; OpenBLAS's pool would otherwise spin on the other
+    # CPUs after each numpy.dot of a run and count into the measured process's CPU time.
+    import sys
+
+    from tiersweep.sweep.scale_bench import measure_process
+
+    check = "import sys; from tiersweep.sweep.worker_env import blas_threads; sys.exit(blas_threads() != 1)"
+    assert measure_process([sys.executable, "-c", check]).finished
