@@ -7,6 +7,7 @@ two-tier nodes; each cell takes a few tens of milliseconds.
 from __future__ import annotations
 
 import copy
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,10 @@ def tiny_tune_raw(name: str = "tiny", *, jobs: int = 60, **changes: Any) -> dict
     }
     raw.update(changes)
     return raw
+
+
+def default_sigint() -> None:
+    """Undo an inherited SIG_IGN, as a child process's ``preexec_fn``: a shell's background job
+    ignores SIGINT, and so would a run started from it, never turning Ctrl-C into
+    KeyboardInterrupt (a user's terminal gives the default)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from sweep_helpers import default_sigint
 from tiersweep.cli import main
 from tiersweep.sweep.config import expand, load_sweep_config
 from tiersweep.sweep.driver import run_sweep
@@ -141,12 +142,6 @@ def start_tiersweep(args: list[str], logs: Path, *, batch_seconds: float | None 
             start_new_session=True,
             preexec_fn=default_sigint,
         )
-
-
-def default_sigint() -> None:
-    """Undo an inherited SIG_IGN (a shell's background job ignores SIGINT, and so would the
-    sweep, never turning Ctrl-C into KeyboardInterrupt)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def output_of(logs: Path) -> str:

@@ -26,7 +26,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from sweep_helpers import tiny_tune_raw, write_yaml
+from sweep_helpers import default_sigint, tiny_tune_raw, write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep.store import read_table
@@ -185,6 +185,7 @@ def _interrupt_mid_trial(config: Path, out: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             env={**os.environ, PAUSE_VARIABLE: str(marker)},
+            preexec_fn=default_sigint,  # (Ctrl-C must reach it even when the tests run as a background job)
         )
     try:
         deadline = time.monotonic() + 240
