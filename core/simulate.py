@@ -40,6 +40,8 @@ class RunResult:
         model_version: :data:`tiersweep.core.version.MODEL_VERSION` of the code that ran it.
         segments: With ``record_segments``: one row per stay of a job on its VMs, as columns
             (:func:`~tiersweep.core.segments.segment_columns`); else None.
+        path: How the engine ran (``Engine.path``): the compiled whole run, or ``python loop
+            (<why>)``. The results are the same on both; only the speed differs.
     """
 
     spec: dict[str, Any]
@@ -50,6 +52,7 @@ class RunResult:
     wall_seconds: float
     model_version: str = MODEL_VERSION
     segments: dict[str, list] | None = field(default=None, repr=False)
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def run_plan(
         wall_seconds=time.perf_counter() - started,
         # (the engine keeps segments exactly when asked to record them)
         segments=segment_columns(engine.segments) if engine.segments is not None else None,
+        path=engine.path,
     )
 
 

@@ -106,6 +106,7 @@ def run_batch(tasks: Sequence[Task], with_jobs: bool = False) -> list[Outcome]:
         started = time.perf_counter()
         row = _base_row(task, version, host)
         jobs = segments = None
+        path = ""
         limit = task.time_limit
         try:
             with time_limit(limit):
@@ -130,9 +131,10 @@ def run_batch(tasks: Sequence[Task], with_jobs: bool = False) -> list[Outcome]:
         else:
             row.update({f"report.{key}": value for key, value in result.report.items()})
             row.update(result.metrics)
+            path = result.path
             if with_jobs:
                 jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task.cell_id), **result.jobs}
                 segments = {"cell_id": [task.cell_id] * len(result.segments["job_id"]), **result.segments}
         row["wall_seconds"] = time.perf_counter() - started
-        outcomes.append(Outcome(row, jobs, segments, str(code_folder())))
+        outcomes.append(Outcome(row, jobs, segments, str(code_folder()), path))
     return outcomes

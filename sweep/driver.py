@@ -205,7 +205,12 @@ def run_sweep(
             driver,
             store.root,
             backend,
-            {"startup_seconds": runner.startup_seconds, "again_for_jobs": again_for_jobs, "notes": runner.notes},
+            {
+                "startup_seconds": runner.startup_seconds,
+                "again_for_jobs": again_for_jobs,
+                "notes": runner.notes,
+                "paths": dict(runner.paths),
+            },
         )
 
 

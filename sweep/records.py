@@ -61,12 +61,16 @@ class Outcome:
             field with ``cell_id`` first (as ``jobs``).
         code: The folder of the simulator source the worker imported, so that a driver refusing
             the worker's code digest can say where it came from (not stored).
+        path: How the worker ran the cell (:attr:`~tiersweep.core.simulate.RunResult.path`;
+            "" if it failed), for the sweep's summary: a cell that fell back to the Python loop
+            is slower, never different, so it is said rather than stored.
     """
 
     row: dict[str, Any]
     jobs: dict[str, np.ndarray] | None = None
     segments: dict[str, list] | None = None
     code: str = ""
+    path: str = ""
 
     @property
     def cell_id(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -79,6 +80,8 @@ class CellRunner:
         self.computed = 0
         #: Notices of the backend's start-up, for the closing summary.
         self.notes: list[str] = []
+        #: How many computed cells ran on each path (``Outcome.path``; failed cells not counted).
+        self.paths: Counter[str] = Counter()
 
     @property
     def workers(self) -> int:
@@ -127,6 +130,7 @@ class CellRunner:
             self.store.write(outcomes)
             self.computed += len(outcomes)
             self._durations.extend(o.row["wall_seconds"] for o in outcomes)
+            self.paths.update(o.path for o in outcomes if o.path)
             if self.on_outcomes is not None:
                 self.on_outcomes(outcomes)
             done.extend(outcomes)

@@ -90,6 +90,8 @@ class TuneOutcome:
     files: dict[str, Path] = field(default_factory=dict)
     #: Notices of the backend's start-up, for the closing summary (Ray's token notice).
     notes: list[str] = field(default_factory=list)
+    #: How many cells computed now ran on each path (``CellRunner.paths``).
+    paths: dict[str, int] = field(default_factory=dict)
 
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
@@ -523,7 +525,16 @@ def _run_study(
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     best = (study.best_trials if len(config.directions) > 1 else [study.best_trial]) if complete else []
     return TuneOutcome(
-        study, best, baseline, defaults, runner.computed, state.reused, root, storage=url, notes=runner.notes
+        study,
+        best,
+        baseline,
+        defaults,
+        runner.computed,
+        state.reused,
+        root,
+        storage=url,
+        notes=runner.notes,
+        paths=dict(runner.paths),
     )
 
 

@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import trace_path
+from sweep_helpers import write_yaml
+from tiersweep.cli import main
 from tiersweep.core import compiled_path, compiled_run
 from tiersweep.core.engine import Engine
 from tiersweep.core.platforms.nodes import IdleSet, Nodes
@@ -177,6 +179,32 @@ def test_the_run_summary_names_the_path(tmp_path):
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 0, done.stderr
         assert f"path: compiled (Cython); this run: {compiled_run.WHOLE_RUN}" in done.stdout
+
+
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_the_sweep_summary_names_the_path_its_cells_ran_on(tmp_path, capsys, monkeypatch, backend):
+    base = {"workload": {"model": "jann97", "jobs": 40}, "platform": {"nodes": 16, "tiers": 2}}
+    raw = {"name": "paths", "base": base, "grid": {"policy.name": ["amcbf", "easy"]}, "seeds": 1}
+    argv = [
+        "sweep",
+        str(write_yaml(tmp_path / "paths.yaml", raw)),
+        "--out",
+        str(tmp_path / "out"),
+        "--backend",
+        backend,
+    ]
+    monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")  # (the process backend's workers inherit it)
+    assert main(argv) == 0
+    forced = f"path: 2 cells on the python loop ({compiled_path.PURE_PYTHON_ENV} is set)"
+    assert forced in capsys.readouterr().out
+    assert main(argv) == 0  # all stored: nothing ran, so no path is named
+    assert "path:" not in capsys.readouterr().out
+    if compiled_path.compiled_available():
+        monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV)
+        assert main([*argv, "--force"]) == 0
+        out = capsys.readouterr().out
+        easy = "python loop (the compiled whole run does not cover policy 'easy')"
+        assert f"path: 1 cell on the {compiled_run.WHOLE_RUN}\n      1 cell on the {easy}\n" in out
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

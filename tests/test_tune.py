@@ -31,6 +31,7 @@ import pytest
 from sweep_helpers import write_malformed_swf, write_swf, write_yaml
 from tiersweep.analysis.tune_plots import write_tuning_plots
 from tiersweep.cli import main
+from tiersweep.core import compiled_path, compiled_run
 from tiersweep.core.errors import SpecError, TiersweepError
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.tune import TuneOutcome, run_tuning
@@ -582,6 +583,11 @@ def test_cli_tune_prints_best_and_baseline(tmp_path, capsys):
     baseline = [line for line in lines if line.startswith("baseline (defaults)")]
     assert len(baseline) == 1 and baseline[0].split()[2] == "0.96"
     assert "study cli: 4 trials (4 complete); 8 cells computed now, 0 reused from the store" in printed
+    # (amcbf cells: the compiled whole run where it is built, else the Python loop and why)
+    path = (
+        compiled_run.WHOLE_RUN if compiled_path.why_python() is None else f"python loop ({compiled_path.why_python()})"
+    )
+    assert f"path: 8 cells on the {path}" in lines
     assert f"trials: {trials_path}" in lines
     plots = [line for line in lines if line.startswith("plots: ")]
     assert len(plots) == 1 and all(Path(p).is_file() for p in plots[0].removeprefix("plots: ").split(", "))
