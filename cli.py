@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="figures and an HTML page from a results folder",
         description="Write every figure the data of a sweep (or tuning) results folder supports, and an "
-        "index.html with the summary table (95%% intervals over seeds), the config, versions and provenance.",
+        "index.html with the summary table (95% intervals over seeds), the config, versions and provenance.",
     )
     report.add_argument("root", metavar="OUT/NAME", help="a sweep's results folder")
     report.add_argument("--out", help="where to write the report [OUT/NAME/report]")
