@@ -13,7 +13,7 @@ from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
-from .estimate import Eta, columns_read, default_time_limits, estimate_costs
+from .estimate import Eta, cell_time_limits, columns_read, estimate_costs
 from .folder_lock import FolderLock
 from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
@@ -126,7 +126,7 @@ def run_sweep(
         on_batch: Called with the number of cells stored so far after each batch (for tests).
         cell_timeout: Seconds after which a cell is stopped and stored as failed (0: no limit);
             None takes the config's ``cell_timeout``, else each cell's default from its expected
-            cost (:func:`~.estimate.default_time_limits`).
+            cost (:func:`~.estimate.cell_time_limits`).
     """
     if cell_timeout is not None:
         check_cell_timeout(cell_timeout, "--cell-timeout")
@@ -141,9 +141,10 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        costs, in_seconds = estimate_costs(todo, _stored_runs(store, todo)) if todo else ([], False)
+        stored_runs = _stored_runs(store, todo) if todo else None
+        costs, _ = estimate_costs(todo, stored_runs) if todo else ([], False)
         limit = config.cell_timeout if cell_timeout is None else cell_timeout
-        limits = default_time_limits(costs, in_seconds) if limit is None else [limit or None] * len(todo)
+        limits = cell_time_limits(todo, stored_runs) if limit is None else [limit or None] * len(todo)
         # Costliest first, so that no long cell starts last while the other workers idle.
         order = sorted(range(len(todo)), key=lambda i: -costs[i])
         todo = [todo[i] for i in order]

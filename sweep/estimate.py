@@ -15,7 +15,8 @@ The expected cost of a cell is, in order of preference:
    any, the numbers are in unnamed units: good for ordering, and the ETA then calibrates
    itself as cells finish, see :class:`Eta`).
 
-The expected cost also sets each cell's default time limit (:func:`default_time_limits`).
+The expected cost also sets each cell's default time limit (:func:`cell_time_limits`), which
+errs long where the estimate is the formula's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "expected_costs",
     "estimate_costs",
     "default_time_limits",
+    "cell_time_limits",
     "columns_read",
     "formula_cost",
     "point_key",
@@ -128,13 +130,21 @@ def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
 
 def estimate_costs(cells: Sequence[Cell], stored: Any = None) -> tuple[list[float], bool]:
     """:func:`expected_costs`, and whether they are seconds (stored runs calibrated them)."""
+    costs, in_seconds, _ = _estimates(cells, stored)
+    return costs, in_seconds
+
+
+def _estimates(cells: Sequence[Cell], stored: Any) -> tuple[list[float], bool, list[bool]]:
+    """:func:`estimate_costs`, and for each cell whether its cost is its replicates' stored
+    wall time (rather than the formula)."""
     flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
+    unmeasured = [False] * len(cells)
     if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
-        return formula, False
+        return formula, False, unmeasured
     ok = stored[(stored["status"] == "ok") & stored["wall_seconds"].notna()] if "status" in stored.columns else stored
     if ok.empty:
-        return formula, False
+        return formula, False, unmeasured
     keys = sorted({k for flat in flats for k in flat} & set(ok.columns))
     seen: dict[tuple[str, ...], list[float]] = {}
     ratios = []
@@ -145,11 +155,12 @@ def estimate_costs(cells: Sequence[Cell], stored: Any = None) -> tuple[list[floa
         if cost > 0:
             ratios.append(float(wall) / cost)
     scale = statistics.median(ratios) if ratios else 1.0
-    out = []
+    out, measured = [], []
     for flat, cost in zip(flats, formula):
         walls = seen.get(point_key(flat, keys))
         out.append(statistics.median(walls) if walls else cost * scale)
-    return out, bool(ratios)
+        measured.append(bool(walls))
+    return out, bool(ratios), measured
 
 
 #: A cell's default time limit is this many times its expected seconds...
@@ -172,6 +183,26 @@ def default_time_limits(costs: Sequence[float], in_seconds: bool) -> list[float]
     """
     per_unit = 1.0 if in_seconds else UNCALIBRATED_SECONDS_PER_UNIT
     return [max(MIN_CELL_TIMEOUT, CELL_TIMEOUT_FACTOR * cost * per_unit) for cost in costs]
+
+
+def cell_time_limits(cells: Sequence[Cell], stored: Any = None) -> list[float]:
+    """The default time limit of each cell, given the folder's stored runs (as
+    :func:`expected_costs` takes them): :func:`default_time_limits` of its expected seconds.
+
+    A cell whose replicates are stored expects their median wall time. Any other cell expects
+    the larger of the formula calibrated on the stored runs and the formula at the pessimistic
+    :data:`UNCALIBRATED_SECONDS_PER_UNIT`: the formula counts jobs, not processes, so runs of
+    other grid points can be of far less work per job (a study over machine sizes or logs: the
+    same 3,000 Lublin jobs take some 40 times longer on 93,312 nodes than on 16), and a limit
+    calibrated on them stopped the larger cells. The limit stops cells that never end, not
+    slow ones: where the estimate is a guess, it errs long.
+    """
+    costs, in_seconds, measured = _estimates(cells, stored)
+    if not in_seconds:
+        return default_time_limits(costs, False)
+    guessed = default_time_limits([formula_cost(c.spec) for c in cells], False)
+    calibrated = default_time_limits(costs, True)
+    return [limit if known else max(limit, guess) for limit, guess, known in zip(calibrated, guessed, measured)]
 
 
 class Eta:

@@ -21,7 +21,7 @@ from ..core.version import code_digest, code_folder
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
-from .estimate import default_time_limits, estimate_costs
+from .estimate import cell_time_limits
 from .records import Outcome, Task
 from .store import Store
 
@@ -103,9 +103,9 @@ class CellRunner:
     def submit(self, cells: Sequence[Cell], time_limits: Sequence[float | None] | None = None) -> None:
         """Queue cells to compute, each stopped and stored as failed once it runs past its time
         limit (seconds, None for no limit); without ``time_limits``, the default limits of
-        their uncalibrated expected costs (:func:`~.estimate.default_time_limits`)."""
+        their uncalibrated expected costs (:func:`~.estimate.cell_time_limits`)."""
         if time_limits is None:
-            time_limits = default_time_limits(*estimate_costs(cells))
+            time_limits = cell_time_limits(cells)
         self._queue.extend(task_for(cell, self.sweep, limit) for cell, limit in zip(cells, time_limits, strict=True))
 
     @property

@@ -16,9 +16,16 @@ import pytest
 from sweep_helpers import write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
+from tiersweep.sweep import estimate
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
-from tiersweep.sweep.estimate import MIN_CELL_TIMEOUT, default_time_limits, estimate_costs
+from tiersweep.sweep.estimate import (
+    MIN_CELL_TIMEOUT,
+    cell_time_limits,
+    default_time_limits,
+    estimate_costs,
+    formula_cost,
+)
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.time_limit import CellTimeout, time_limit
 
@@ -96,6 +103,29 @@ def test_default_limits_are_twenty_times_the_expected_seconds_and_at_least_a_min
     assert default_time_limits([1_000.0, 100_000.0], False) == [MIN_CELL_TIMEOUT, 2000.0]
     costs, in_seconds = estimate_costs(expand(parse_sweep_config(_raw())))
     assert not in_seconds and costs == [30 * 1.0 * 1.4, 300_000 * 10.0 * 1.4]
+
+
+def test_a_cell_whose_replicates_are_not_stored_keeps_a_limit_its_formula_allows(tmp_path, monkeypatch):
+    # A scale study: the same jobs on a small and a large machine. The formula counts jobs, so
+    # the small machine's stored cell calibrated the large machine's estimate to its own time,
+    # and the large cell (some 40 times the work) was stopped by a limit of twenty times that.
+    # (With the one-minute floor lowered to half a second, so that seconds-long cells show it.)
+    monkeypatch.setattr(estimate, "MIN_CELL_TIMEOUT", 0.5)
+    workload = {"model": "lublin03", "jobs": 3000, "load": 0.8}
+    base = {"workload": workload, "platform": {"tiers": 2}, "policy": {"name": "amcbf"}}
+    config = parse_sweep_config({"name": "scale", "base": base, "grid": {"platform.nodes": [16, 93_312]}})
+    small = run_sweep(config, tmp_path, backend="serial", progress=False, max_cells=1)
+    assert (small.computed, small.failed) == (1, 0)
+    stored = read_table(tmp_path / "scale" / "runs").to_pandas()
+    assert stored["platform.nodes"].tolist() == [16]
+    large = expand(config)[1]
+    costs, in_seconds = estimate_costs([large], stored)
+    assert in_seconds and costs[0] == pytest.approx(stored["wall_seconds"].iloc[0])  # (calibrated on the small one)
+    [limit] = cell_time_limits([large], stored)
+    assert limit >= estimate.CELL_TIMEOUT_FACTOR * formula_cost(large.spec) * estimate.UNCALIBRATED_SECONDS_PER_UNIT
+    # (Twenty times the small cell's time, the limit it had, stopped it after about a second.)
+    rest = run_sweep(config, tmp_path, backend="serial", progress=False)
+    assert (rest.computed, rest.failed) == (1, 0)
 
 
 def test_a_limit_off_the_main_thread_interrupts_a_busy_loop():
