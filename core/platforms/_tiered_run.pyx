@@ -23,7 +23,6 @@ tier), each transcribing the reference the Python run takes for that tier count.
 """
 
 from cpython.exc cimport PyErr_CheckSignals
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.set cimport PySet_Add
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdlib cimport calloc, free, malloc, qsort
@@ -81,10 +80,6 @@ cdef int _cmp_keynode(const void* a, const void* b) noexcept nogil:
     if x.key > y.key:
         return 1
     return (x.node > y.node) - (x.node < y.node)
-
-
-cdef inline double _item(list values, Py_ssize_t i):
-    return <double><object>PyList_GET_ITEM(values, i)
 
 
 DEF RADIX_FROM = 256  # fewer pairs: the merge sort (_Run.place)
