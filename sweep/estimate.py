@@ -139,12 +139,12 @@ def _estimates(cells: Sequence[Cell], stored: Any) -> tuple[list[float], bool, l
     wall time (rather than the formula)."""
     flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
-    unmeasured = [False] * len(cells)
+    none_measured = [False] * len(cells)
     if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
-        return formula, False, unmeasured
+        return formula, False, none_measured
     ok = stored[(stored["status"] == "ok") & stored["wall_seconds"].notna()] if "status" in stored.columns else stored
     if ok.empty:
-        return formula, False, unmeasured
+        return formula, False, none_measured
     keys = sorted({k for flat in flats for k in flat} & set(ok.columns))
     seen: dict[tuple[str, ...], list[float]] = {}
     ratios = []
