@@ -199,9 +199,7 @@ def test_the_sweep_summary_names_the_path_its_cells_ran_on(tmp_path, capsys, mon
     assert forced in capsys.readouterr().out
     assert main(argv) == 0  # all stored: nothing ran, so no path is named
     assert "path:" not in capsys.readouterr().out
-    # (Only in this process: under pytest the package's parent folder heads sys.path, so the
-    # process backend's spawned workers import the checkout, compiled only if built in place.)
-    if backend == "serial" and compiled_path.compiled_available():
+    if compiled_path.compiled_available():
         monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV)
         assert main([*argv, "--force"]) == 0
         out = capsys.readouterr().out
