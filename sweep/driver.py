@@ -13,7 +13,7 @@ from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
-from .estimate import Eta, cell_time_limits, columns_read, estimate_costs
+from .estimate import Eta, cell_time_limits, columns_read, estimate_cells
 from .folder_lock import FolderLock
 from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
@@ -141,10 +141,10 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        stored_runs = _stored_runs(store, todo) if todo else None
-        costs, _ = estimate_costs(todo, stored_runs) if todo else ([], False)
+        estimate = estimate_cells(todo, _stored_runs(store, todo) if todo else None)
+        costs = estimate.costs
         limit = config.cell_timeout if cell_timeout is None else cell_timeout
-        limits = cell_time_limits(todo, stored_runs) if limit is None else [limit or None] * len(todo)
+        limits = cell_time_limits(estimate) if limit is None else [limit or None] * len(todo)
         # Costliest first, so that no long cell starts last while the other workers idle.
         order = sorted(range(len(todo)), key=lambda i: -costs[i])
         todo = [todo[i] for i in order]

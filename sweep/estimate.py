@@ -27,7 +27,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.policies import POLICIES
 from .cells import Cell, flatten
@@ -37,6 +37,8 @@ __all__ = [
     "estimate_costs",
     "default_time_limits",
     "cell_time_limits",
+    "estimate_cells",
+    "CellEstimate",
     "columns_read",
     "formula_cost",
     "point_key",
@@ -130,21 +132,35 @@ def expected_costs(cells: Sequence[Cell], stored: Any = None) -> list[float]:
 
 def estimate_costs(cells: Sequence[Cell], stored: Any = None) -> tuple[list[float], bool]:
     """:func:`expected_costs`, and whether they are seconds (stored runs calibrated them)."""
-    costs, in_seconds, _ = _estimates(cells, stored)
-    return costs, in_seconds
+    estimate = estimate_cells(cells, stored)
+    return estimate.costs, estimate.in_seconds
 
 
-def _estimates(cells: Sequence[Cell], stored: Any) -> tuple[list[float], bool, list[bool]]:
-    """:func:`estimate_costs`, and for each cell whether its cost is its replicates' stored
-    wall time (rather than the formula)."""
+class CellEstimate(NamedTuple):
+    """What :func:`estimate_cells` knows of each cell's cost."""
+
+    #: The expected costs (:func:`expected_costs`).
+    costs: list[float]
+    #: Whether they are seconds (stored runs calibrated them).
+    in_seconds: bool
+    #: Per cell, whether its cost is its replicates' stored wall time.
+    measured: list[bool]
+    #: Per cell, :func:`formula_cost` (unnamed units).
+    formula: list[float]
+
+
+def estimate_cells(cells: Sequence[Cell], stored: Any = None) -> CellEstimate:
+    """The expected cost of each cell, whether each is measured, and its formula (see
+    :func:`expected_costs` for ``stored``): one pass over the stored runs serves both the
+    order of the cells and their time limits (:func:`cell_time_limits`)."""
     flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
     none_measured = [False] * len(cells)
     if stored is None or not len(stored) or "wall_seconds" not in stored.columns:
-        return formula, False, none_measured
+        return CellEstimate(formula, False, none_measured, formula)
     ok = stored[(stored["status"] == "ok") & stored["wall_seconds"].notna()] if "status" in stored.columns else stored
     if ok.empty:
-        return formula, False, none_measured
+        return CellEstimate(formula, False, none_measured, formula)
     keys = sorted({k for flat in flats for k in flat} & set(ok.columns))
     seen: dict[tuple[str, ...], list[float]] = {}
     ratios = []
@@ -160,7 +176,7 @@ def _estimates(cells: Sequence[Cell], stored: Any) -> tuple[list[float], bool, l
         walls = seen.get(point_key(flat, keys))
         out.append(statistics.median(walls) if walls else cost * scale)
         measured.append(bool(walls))
-    return out, bool(ratios), measured
+    return CellEstimate(out, bool(ratios), measured, formula)
 
 
 #: A cell's default time limit is this many times its expected seconds...
@@ -185,9 +201,9 @@ def default_time_limits(costs: Sequence[float], in_seconds: bool) -> list[float]
     return [max(MIN_CELL_TIMEOUT, CELL_TIMEOUT_FACTOR * cost * per_unit) for cost in costs]
 
 
-def cell_time_limits(cells: Sequence[Cell], stored: Any = None) -> list[float]:
-    """The default time limit of each cell, given the folder's stored runs (as
-    :func:`expected_costs` takes them): :func:`default_time_limits` of its expected seconds.
+def cell_time_limits(estimate: CellEstimate) -> list[float]:
+    """The default time limit of each cell of ``estimate`` (:func:`estimate_cells`):
+    :func:`default_time_limits` of its expected seconds.
 
     A cell whose replicates are stored expects their median wall time. Any other cell expects
     the larger of the formula calibrated on the stored runs and the formula at the pessimistic
@@ -197,12 +213,13 @@ def cell_time_limits(cells: Sequence[Cell], stored: Any = None) -> list[float]:
     calibrated on them stopped the larger cells. The limit stops cells that never end, not
     slow ones: where the estimate is a guess, it errs long.
     """
-    costs, in_seconds, measured = _estimates(cells, stored)
-    if not in_seconds:
-        return default_time_limits(costs, False)
-    guessed = default_time_limits([formula_cost(c.spec) for c in cells], False)
-    calibrated = default_time_limits(costs, True)
-    return [limit if known else max(limit, guess) for limit, guess, known in zip(calibrated, guessed, measured)]
+    guessed = default_time_limits(estimate.formula, False)
+    if not estimate.in_seconds:
+        return guessed
+    calibrated = default_time_limits(estimate.costs, True)
+    return [
+        limit if known else max(limit, guess) for limit, guess, known in zip(calibrated, guessed, estimate.measured)
+    ]
 
 
 class Eta:

@@ -21,7 +21,7 @@ from ..core.version import code_digest, code_folder
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
-from .estimate import cell_time_limits
+from .estimate import cell_time_limits, estimate_cells
 from .records import Outcome, Task
 from .store import Store
 
@@ -105,7 +105,7 @@ class CellRunner:
         limit (seconds, None for no limit); without ``time_limits``, the default limits of
         their uncalibrated expected costs (:func:`~.estimate.cell_time_limits`)."""
         if time_limits is None:
-            time_limits = cell_time_limits(cells)
+            time_limits = cell_time_limits(estimate_cells(cells))
         self._queue.extend(task_for(cell, self.sweep, limit) for cell, limit in zip(cells, time_limits, strict=True))
 
     @property

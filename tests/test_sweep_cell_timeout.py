@@ -23,6 +23,7 @@ from tiersweep.sweep.estimate import (
     MIN_CELL_TIMEOUT,
     cell_time_limits,
     default_time_limits,
+    estimate_cells,
     estimate_costs,
     formula_cost,
 )
@@ -121,7 +122,7 @@ def test_a_cell_whose_replicates_are_not_stored_keeps_a_limit_its_formula_allows
     large = expand(config)[1]
     costs, in_seconds = estimate_costs([large], stored)
     assert in_seconds and costs[0] == pytest.approx(stored["wall_seconds"].iloc[0])  # (calibrated on the small one)
-    [limit] = cell_time_limits([large], stored)
+    [limit] = cell_time_limits(estimate_cells([large], stored))
     assert limit >= estimate.CELL_TIMEOUT_FACTOR * formula_cost(large.spec) * estimate.UNCALIBRATED_SECONDS_PER_UNIT
     # (Twenty times the small cell's time, the limit it had, stopped it after about a second.)
     rest = run_sweep(config, tmp_path, backend="serial", progress=False)
