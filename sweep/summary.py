@@ -8,7 +8,7 @@ from .cells import Cell, flatten
 from .points import point_columns
 from .store import read_table
 
-__all__ = ["summary_frame", "format_summary", "few_seeds_warning", "paths_line", "MIN_SEEDS"]
+__all__ = ["summary_frame", "format_summary", "few_seeds_warning", "paths_lines", "MIN_SEEDS"]
 
 #: Fewer seeds than this per group get a warning: an interval from two values is too wide to
 #: read (Student's t with one degree of freedom is 12.7) and says nothing of the spread.
@@ -29,20 +29,18 @@ def few_seeds_warning(counts: Sequence[int]) -> str | None:
     )
 
 
-def paths_line(paths: Mapping[str, int]) -> str | None:
+def paths_lines(paths: Mapping[str, int]) -> list[str]:
     """The lines naming how the cells computed now ran (``paths``: path -> cells; see
-    :attr:`~tiersweep.core.simulate.RunResult.path`), one path per line, most cells first;
-    None if none ran.
+    :attr:`~tiersweep.core.simulate.RunResult.path`): ``path: ...``, then each further path
+    indented under the first, most cells first; none if no cell ran.
 
     A cell on the Python loop gives the same results as on the compiled whole run, only more
     slowly: saying so is what keeps a sweep that fell back (no compiler at install, the
     override set, a policy the compiled run does not cover) from being a silent slowdown.
     """
-    if not paths:
-        return None
     counted = sorted(paths.items(), key=lambda item: (-item[1], item[0]))
     parts = [f"{n} cell{'s' if n != 1 else ''} on the {path}" for path, n in counted]
-    return "path: " + "\n      ".join(parts)  # (one path per line, under the first)
+    return [("path: " if i == 0 else "      ") + part for i, part in enumerate(parts)]
 
 
 def summary_frame(cells: Sequence[Cell], runs_folder: str, metrics: Sequence[str]):

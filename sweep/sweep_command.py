@@ -9,7 +9,7 @@ from typing import Any
 from .config import load_sweep_config
 from .driver import SUMMARY_METRICS, plan, run_sweep
 from .store import compact
-from .summary import format_summary, paths_line, summary_frame
+from .summary import format_summary, paths_lines, summary_frame
 
 __all__ = ["sweep_command", "compact_command"]
 
@@ -75,8 +75,7 @@ def sweep_command(
             f"driver overhead {outcome.overhead_per_cell_ms:.1f} ms per cell; "
             f"backend start-up {outcome.extra['startup_seconds']:.1f} s"
         )
-    line = paths_line(outcome.extra.get("paths", {}))
-    if line is not None:
+    for line in paths_lines(outcome.extra.get("paths", {})):
         print(line)
     for note in outcome.extra.get("notes", []):
         print(f"note: {note}; see the README's Ray section")

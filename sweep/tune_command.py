@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .study_storage import storage_errors
-from .summary import paths_line
+from .summary import paths_lines
 from .tune import run_tuning
 from .tune_config import load_tune_config
 from .tune_pruning import pruning_summary
@@ -140,9 +140,8 @@ def _print_outcome(outcome: Any, config: Any, plots: Callable[[Any, list[str], P
     )
     for line in _summary_lines(outcome, config):
         print(line)
-    path = paths_line(outcome.paths)
-    if path is not None:
-        print(path)
+    for line in paths_lines(outcome.paths):
+        print(line)
     print(f"trials: {outcome.files['trials']}")
     for note in outcome.notes:
         print(f"note: {note}; see the README's Ray section")
