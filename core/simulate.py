@@ -71,9 +71,15 @@ class Assembly:
     platform: BasePlatform
     policy: BasePolicy
 
-    def engine(self, *, observer: Callable[[Engine], None] | None = None, record_segments: bool = False) -> Engine:
+    def engine(
+        self,
+        *,
+        observer: Callable[[Engine], None] | None = None,
+        record_segments: bool = False,
+        progress: Callable[[int, int, float], None] | None = None,
+    ) -> Engine:
         """The engine of this run, with the engine's keys of the plan (not yet run)."""
-        keys = {**self.plan.engine, "observer": observer, "record_segments": record_segments}
+        keys = {**self.plan.engine, "observer": observer, "record_segments": record_segments, "progress": progress}
         return Engine(self.workload.jobs, self.platform, self.policy, **keys)
 
     def records(self, engine: Engine) -> dict[str, np.ndarray]:
@@ -122,12 +128,13 @@ def run_plan(
     record_segments: bool = False,
     trace_sha256: str | None = None,
     read_trace: Callable[..., SwfLog] = read_swf,
+    progress: Callable[[int, int, float], None] | None = None,
 ) -> RunResult:
     """Run ``plan`` (see :func:`simulate`, which plans a spec and runs it here; ``read_trace``:
     see :func:`~tiersweep.core.workloads.build.build_workload`)."""
     started = time.perf_counter()
     run = assemble(plan, trace_sha256=trace_sha256, read_trace=read_trace)
-    engine = run.engine(record_segments=record_segments)
+    engine = run.engine(record_segments=record_segments, progress=progress)
     engine.run()
 
     built, platform = run.workload, run.platform
@@ -154,7 +161,13 @@ def run_plan(
     )
 
 
-def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sha256: str | None = None) -> RunResult:
+def simulate(
+    spec: Mapping[str, Any],
+    *,
+    record_segments: bool = False,
+    trace_sha256: str | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> RunResult:
     """Run one simulation: plan ``spec`` (:func:`~tiersweep.core.spec.plan_run`) and run the plan.
 
     Args:
@@ -162,6 +175,8 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
         record_segments: Also return every stay of every job on its VMs (for Gantt charts).
         trace_sha256: The SHA-256 the trace's bytes must have (a sweep cell's, whose id names
             that content); None reads the trace as it is.
+        progress: Called now and then with the jobs finished, the jobs in all and the simulated
+            time (see :class:`~tiersweep.core.engine.Engine`); it changes nothing in the run.
 
     Raises:
         SpecError: The spec is invalid or names a trace that cannot be used.
@@ -170,6 +185,6 @@ def simulate(spec: Mapping[str, Any], *, record_segments: bool = False, trace_sh
     """
     started = time.perf_counter()
     plan = plan_run(spec)
-    result = run_plan(plan, record_segments=record_segments, trace_sha256=trace_sha256)
+    result = run_plan(plan, record_segments=record_segments, trace_sha256=trace_sha256, progress=progress)
     # (the time taken includes planning, as it did the validation)
     return replace(result, wall_seconds=time.perf_counter() - started)

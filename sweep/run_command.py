@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 from ..core import simulate
 from ..core.capabilities import MOVES
@@ -16,7 +19,7 @@ from ..core.policies import POLICIES
 from ..core.simulate import RunResult
 from .specfile import apply_overrides, load_run_spec
 
-__all__ = ["run_command", "summary_json", "summary_table"]
+__all__ = ["run_command", "run_progress", "summary_json", "summary_table", "BAR_DELAY"]
 
 
 def _clean(value: Any) -> Any:
@@ -114,6 +117,35 @@ def summary_table(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+#: Seconds a run goes on before its progress bar shows: most runs end sooner and print none.
+BAR_DELAY = 1.0
+
+
+@contextlib.contextmanager
+def run_progress(stream: TextIO) -> Iterator[Callable[[int, int, float], None] | None]:
+    """A progress bar of one run's finished jobs on ``stream`` if it is a terminal (None
+    otherwise): the callback the engine calls (see :class:`~tiersweep.core.engine.Engine`).
+    It shows after :data:`BAR_DELAY` seconds, with the simulated time, and stays above the
+    summary with the run's last count (all jobs, or where an interruption stopped it)."""
+    if not stream.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(unit="job", desc="jobs finished", file=stream, delay=BAR_DELAY, dynamic_ncols=True)
+
+    def update(finished: int, total: int, now: float) -> None:
+        bar.total = total
+        if math.isfinite(now):
+            bar.set_postfix_str(f"simulated {now / 86400:,.1f} days", refresh=False)
+        bar.update(finished - bar.n)
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
 def run_command(spec_path: str, overrides: list[str], as_json: bool, jobs_out: str | None) -> int:
     """Run the spec at ``spec_path`` and print its summary; return the exit status.
 
@@ -125,7 +157,8 @@ def run_command(spec_path: str, overrides: list[str], as_json: bool, jobs_out: s
         from .paths import output_file
 
         output_file(jobs_out, "--jobs-out", JOB_FILE_SUFFIXES)  # (before the run, not after it)
-    result = simulate(spec)
+    with run_progress(sys.stderr) as progress:
+        result = simulate(spec, progress=progress)
     if jobs_out is not None:
         from .jobs_file import write_job_records
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,55 @@ def test_bench_quick_prints_jobs_per_second(kth_path, capsys):
     assert main(["bench", "--traces", str(folder), "--repeat", "1", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "jobs/s" in out and "KTH-SP2" in out and "whole process" in out
+
+
+def _terminal() -> tuple[int, object]:
+    """A pseudo-terminal 120 columns wide: its master side (to read) and its slave side as a
+    text stream (to write to, as a terminal's stderr)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    return master, open(slave, "w", encoding="utf-8", buffering=1)
+
+
+def _read_all(fd: int) -> str:
+    import select
+
+    chunks = []
+    while select.select([fd], [], [], 0.2)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_run_shows_a_progress_bar_of_its_jobs_on_a_terminal_only(tmp_path, kth_path, capsys, monkeypatch):
+    from tiersweep.sweep import run_command
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"seed: 3\nworkload: {{trace: '{kth_path}'}}\npolicy: {{name: easy}}\n")
+    # Not a terminal (a file, a pipe, a test's capture): no bar, not a byte of it.
+    assert main(["run", str(spec), "--json"]) == 0
+    captured = capsys.readouterr()
+    jobs = json.loads(captured.out)["jobs"]
+    assert "jobs finished" not in captured.err and "jobs finished" not in captured.out
+
+    master, terminal = _terminal()
+    monkeypatch.setattr(run_command, "BAR_DELAY", 0.0)  # (the whole log takes about a second)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    try:
+        assert main(["run", str(spec), "--json"]) == 0
+        terminal.flush()
+        shown = _read_all(master)
+    finally:
+        terminal.close()
+        os.close(master)
+    assert "jobs finished" in shown
+    assert f"{jobs}/{jobs}" in shown  # the bar's last state: every job of the log finished
+    assert "simulated" in shown and "days" in shown
+    assert "jobs finished" not in capsys.readouterr().out  # the summary's stream has none of it

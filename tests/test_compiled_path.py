@@ -433,3 +433,30 @@ def test_a_time_limit_stops_the_compiled_whole_run(policy):
         engine.run()
     assert engine.path == compiled_run.WHOLE_RUN
     assert time.monotonic() - started < 1.0  # the whole run takes seconds
+
+
+@pytest.mark.parametrize("policy", ["amcbf", "keasy"])
+def test_a_progress_callback_sees_the_same_run_on_both_paths_and_changes_nothing(monkeypatch, policy):
+    # The engine calls it every PROGRESS_EVERY passes and once at the end, on either path; it
+    # is handed counts, not the engine, so the run keeps its path and its results.
+    spec = _trace_spec("KTH-SP2-1996-2.1-cln.swf.gz", 3000, 100, policy, 2)
+    seen: dict[str, list[tuple[int, int, float]]] = {"compiled": [], "python": []}
+    _require_compiled()
+    monkeypatch.delenv(compiled_path.PURE_PYTHON_ENV, raising=False)
+    compiled = simulate(spec, progress=lambda *call: seen["compiled"].append(call))
+    assert compiled.path == compiled_run.WHOLE_RUN
+    _assert_identical(compiled, simulate(spec), f"{policy}: compiled, with and without the callback")
+    monkeypatch.setenv(compiled_path.PURE_PYTHON_ENV, "1")
+    reference = simulate(spec, progress=lambda *call: seen["python"].append(call))
+    assert reference.path.startswith("python loop")
+    _assert_identical(compiled, reference, f"{policy}: the two paths, each with the callback")
+
+    calls = seen["compiled"]
+    assert calls == seen["python"]  # the same passes, the same counts, the same clock
+    jobs = compiled.metrics["jobs"]
+    assert calls[-1][:2] == (jobs, jobs)  # the last call: every job finished
+    assert len(calls) >= 3  # (thousands of passes: some calls before the end)
+    finished, times = [call[0] for call in calls], [call[2] for call in calls]
+    assert finished == sorted(finished) and times == sorted(times)
+    assert all(total == jobs for _, total, _ in calls)
+    assert finished[len(finished) // 2] < jobs  # not all finished by mid-run

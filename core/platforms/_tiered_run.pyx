@@ -116,6 +116,9 @@ cdef class _Run:
     cdef double fixed_xfactor, bsld_sum, bsld_bound
     cdef i64 completed
     cdef object overhead_draws, eff_draws
+    # The engine's progress callback (None: none) and its period in passes; the jobs finished.
+    cdef object progress_hook
+    cdef i64 progress_every, n_finished
     # The overhead stream's buffered uniforms, read here; its position is written back to the
     # stream's buffer before the stream itself is called and at the end of the run.
     cdef const double[::1] ov_values
@@ -253,6 +256,10 @@ cdef class _Run:
     cdef int setup(self, object engine, double floor) except -1:
         cdef Py_ssize_t i, n, nodes, vms
         self.engine = engine
+        from ..engine import PROGRESS_EVERY
+
+        self.progress_hook = engine.progress
+        self.progress_every = PROGRESS_EVERY
         self.platform = platform = engine.platform
         self.policy = policy = engine.policy
         self.jobs = jobs = engine.jobs
@@ -1435,6 +1442,7 @@ cdef class _Run:
         slowdown = response / bound
         self.bsld_sum += slowdown if slowdown > 1.0 else 1.0
         self.completed += 1
+        self.n_finished += 1
         free(self.nodes[j])
         self.nodes[j] = NULL
         free(self.cpu_true[j])
@@ -2046,6 +2054,8 @@ cdef class _Run:
                 # Signal handlers run here (a cell's time limit, Ctrl-C): a compiled run that
                 # never returned to the interpreter could not be stopped.
                 PyErr_CheckSignals()
+            if self.progress_hook is not None and self.passes % self.progress_every == 0:
+                self.progress_hook(self.n_finished, self.n_jobs, self.now)
             if self.easy_family:
                 self.decide_easy()
             else:
