@@ -80,9 +80,9 @@ class Engine:
         record_segments: Keep every stay of a job on its VMs in :attr:`segments` (for Gantt
             charts; off by default, it costs memory).
         progress: Called every :data:`PROGRESS_EVERY` policy passes and once at the end with
-            the jobs finished so far, the jobs in all and the simulated time (for a progress
-            bar). Unlike ``observer`` it is given no engine, so a run takes the same path, and
-            gives the same results, with it or without.
+            the jobs finished so far, the jobs in all and the seconds simulated since the first
+            job arrived (for a progress bar). Unlike ``observer`` it is given no engine, so a
+            run takes the same path, and gives the same results, with it or without.
 
     Attributes:
         now: The current simulated time.
@@ -242,7 +242,7 @@ class Engine:
                 observer(self)
             if progress is not None and not self.passes % PROGRESS_EVERY:
                 # (Arrived jobs are queued, running, rejected or finished.)
-                progress(cursor - len(queue) - len(self.running) - self.rejected, n_jobs, now)
+                progress(cursor - len(queue) - len(self.running) - self.rejected, n_jobs, now - submits[0])
         self._progress_at_end()
         if queue or self.running:
             stuck = ", ".join(str(j.job_id) for j in itertools.islice(queue.values(), 5))
@@ -254,7 +254,9 @@ class Engine:
     def _progress_at_end(self) -> None:
         """The last call of the progress callback, once the run is over."""
         if self.progress is not None:
-            self.progress(sum(job.state == FINISHED for job in self.jobs), len(self.jobs), self.now)
+            jobs = self.jobs
+            simulated = self.now - jobs[0].submit_time if jobs else 0.0
+            self.progress(sum(job.state == FINISHED for job in jobs), len(jobs), simulated)
 
     # -- decisions -----------------------------------------------------------------------
     def _apply(self, decision: Start | Suspend | Kill | Move | Reject) -> None:

@@ -175,8 +175,8 @@ def simulate(
         record_segments: Also return every stay of every job on its VMs (for Gantt charts).
         trace_sha256: The SHA-256 the trace's bytes must have (a sweep cell's, whose id names
             that content); None reads the trace as it is.
-        progress: Called now and then with the jobs finished, the jobs in all and the simulated
-            time (see :class:`~tiersweep.core.engine.Engine`); it changes nothing in the run.
+        progress: Called now and then with the jobs finished, the jobs in all and the seconds
+            simulated (see :class:`~tiersweep.core.engine.Engine`); it changes nothing in the run.
 
     Raises:
         SpecError: The spec is invalid or names a trace that cannot be used.

@@ -125,7 +125,7 @@ BAR_DELAY = 1.0
 def run_progress(stream: TextIO) -> Iterator[Callable[[int, int, float], None] | None]:
     """A progress bar of one run's finished jobs on ``stream`` if it is a terminal (None
     otherwise): the callback the engine calls (see :class:`~tiersweep.core.engine.Engine`).
-    It shows after :data:`BAR_DELAY` seconds, with the simulated time, and stays above the
+    It shows after :data:`BAR_DELAY` seconds, with the days simulated, and stays above the
     summary with the run's last count (all jobs, or where an interruption stopped it)."""
     if not stream.isatty():
         yield None
@@ -134,10 +134,9 @@ def run_progress(stream: TextIO) -> Iterator[Callable[[int, int, float], None] |
 
     bar = tqdm(unit="job", desc="jobs finished", file=stream, delay=BAR_DELAY, dynamic_ncols=True)
 
-    def update(finished: int, total: int, now: float) -> None:
+    def update(finished: int, total: int, simulated: float) -> None:
         bar.total = total
-        if math.isfinite(now):
-            bar.set_postfix_str(f"simulated {now / 86400:,.1f} days", refresh=False)
+        bar.set_postfix_str(f"simulated {simulated / 86400:,.1f} days", refresh=False)
         bar.update(finished - bar.n)
 
     try:

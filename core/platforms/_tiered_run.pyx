@@ -2055,7 +2055,7 @@ cdef class _Run:
                 # never returned to the interpreter could not be stopped.
                 PyErr_CheckSignals()
             if self.progress_hook is not None and self.passes % self.progress_every == 0:
-                self.progress_hook(self.n_finished, self.n_jobs, self.now)
+                self.progress_hook(self.n_finished, self.n_jobs, self.now - self.submit[0])
             if self.easy_family:
                 self.decide_easy()
             else:
