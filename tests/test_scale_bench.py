@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tiersweep.core.simulate import simulate
+from tiersweep.sweep import scale_bench
 from tiersweep.sweep.scale_bench import SUBLINEAR, core_path, measure_case, tiered_cases
 
 
@@ -85,3 +86,31 @@ def test_a_case_runs_with_one_blas_thread_as_a_sweep_cell_does():
 
     check = "import sys; from tiersweep.sweep.worker_env import blas_threads; sys.exit(blas_threads() != 1)"
     assert measure_process([sys.executable, "-c", check]).finished
+
+
+def test_a_short_case_keeps_the_fastest_of_its_repeats_and_a_long_one_runs_once(tmp_path, monkeypatch):
+    # A case of a few tenths of a second varies by half from one process to the next: the bench
+    # keeps the least engine CPU time of SHORT_REPEATS fresh processes; a long case runs once.
+    spec = {
+        "seed": 2,
+        "workload": {"model": "lublin03", "jobs": 3000, "max_size": 40},
+        "platform": {"nodes": 64, "tiers": 2},
+        "policy": {"name": "amcbf"},
+    }
+    measured = []
+
+    def spy(*args, **kwargs):
+        result = measure_case(*args, **kwargs)
+        measured.append(result)
+        return result
+
+    monkeypatch.setattr(scale_bench, "measure_case", spy)
+    kept = scale_bench.measure_steady(spec, tmp_path, "short")
+    assert len(measured) == scale_bench.SHORT_REPEATS
+    assert kept.cpu_seconds == min(result.cpu_seconds for result in measured)
+    assert kept.finished and kept.jobs == 3000
+
+    measured.clear()
+    monkeypatch.setattr(scale_bench, "SHORT_CASE_SECONDS", 0.0)  # (now every case counts as long)
+    assert scale_bench.measure_steady(spec, tmp_path, "long") is measured[0]
+    assert len(measured) == 1
