@@ -54,9 +54,9 @@ ENGINE_PARAMS: dict[str, Param] = {
     ),
 }
 
-#: How many policy passes apart the engine calls its progress callback (the compiled whole
-#: run too): rare enough to cost nothing, often enough for a bar (a pass takes microseconds to
-#: milliseconds).
+#: How many policy passes apart the engine calls its progress callback: rare enough to cost
+#: nothing, often enough for a bar (a pass takes microseconds to milliseconds). The compiled
+#: whole run calls it where it checks for signals, every 256 passes: the two must agree.
 PROGRESS_EVERY = 256
 
 # Event kinds: their order is the processing order at one timestamp.

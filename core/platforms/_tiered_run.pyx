@@ -116,9 +116,9 @@ cdef class _Run:
     cdef double fixed_xfactor, bsld_sum, bsld_bound
     cdef i64 completed
     cdef object overhead_draws, eff_draws
-    # The engine's progress callback (None: none) and its period in passes; the jobs finished.
+    # The engine's progress callback (None: none) and the jobs finished so far.
     cdef object progress_hook
-    cdef i64 progress_every, n_finished
+    cdef i64 n_finished
     # The overhead stream's buffered uniforms, read here; its position is written back to the
     # stream's buffer before the stream itself is called and at the end of the run.
     cdef const double[::1] ov_values
@@ -256,10 +256,7 @@ cdef class _Run:
     cdef int setup(self, object engine, double floor) except -1:
         cdef Py_ssize_t i, n, nodes, vms
         self.engine = engine
-        from ..engine import PROGRESS_EVERY
-
         self.progress_hook = engine.progress
-        self.progress_every = PROGRESS_EVERY
         self.platform = platform = engine.platform
         self.policy = policy = engine.policy
         self.jobs = jobs = engine.jobs
@@ -2052,10 +2049,11 @@ cdef class _Run:
             self.passes += 1
             if (self.passes & 255) == 0:
                 # Signal handlers run here (a cell's time limit, Ctrl-C): a compiled run that
-                # never returned to the interpreter could not be stopped.
+                # never returned to the interpreter could not be stopped. So does the engine's
+                # progress callback, every PROGRESS_EVERY (256) passes as on the Python loop.
                 PyErr_CheckSignals()
-            if self.progress_hook is not None and self.passes % self.progress_every == 0:
-                self.progress_hook(self.n_finished, self.n_jobs, self.now - self.submit[0])
+                if self.progress_hook is not None:
+                    self.progress_hook(self.n_finished, self.n_jobs, self.now - self.submit[0])
             if self.easy_family:
                 self.decide_easy()
             else:
