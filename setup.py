@@ -20,6 +20,7 @@ KERNELS = (
     ("tiersweep.core.platforms._nodes_fast", "core/platforms/_nodes_fast.pyx"),
     ("tiersweep.core.platforms._ranked", "core/platforms/_ranked.pyx"),
     ("tiersweep.core.platforms._tiered_run", "core/platforms/_tiered_run.pyx"),
+    ("tiersweep.core.platforms._restart_floor", "core/platforms/_restart_floor.pyx"),
 )
 #: Where the kernels' ``.pxd`` files are found under their package's name (a build product).
 CIMPORT_ROOT = Path("build") / "cython-include"

@@ -89,6 +89,7 @@ class Engine:
         queue: Queued jobs by index, in queue order (index order).
         running: Running jobs by index.
         passes: Number of policy passes made.
+        placed_processes: Processes put on units by starts, restarts, moves and swaps.
         kills: Number of kills (``Kill`` decisions applied).
         lost_work: CPU-seconds discarded by kills: for each kill, the killed run's progress
             times its job's ``cpu_sum`` (what the run had consumed, counted as utilisation
@@ -139,6 +140,9 @@ class Engine:
         self.queue: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
         self.passes = 0
+        #: (Each start or move of a job of n processes counts n: the work ``tiersweep bench
+        #: --scale`` compares with the floor of a restart, ``core/platforms/_restart_floor.pyx``.)
+        self.placed_processes = 0
         #: Jobs turned away by the policy (admission control).
         self.rejected = 0
         #: CPU-seconds used beyond the platform's capacity (integral of its overflow rate).
@@ -326,6 +330,7 @@ class Engine:
         held, rate = platform.start(job, tier, nodes)
         if len(held) != job.size or not 0.0 <= rate <= 1.0:
             self._check_held(job, held, rate)  # raises, saying which
+        self.placed_processes += job.size
         index = job.index
         del self.queue[index]
         self.running[index] = job
@@ -399,6 +404,7 @@ class Engine:
         self._close_segment(job, "move")
         held, rate = self.platform.move(job, tier, nodes)
         self._check_held(job, held, rate)
+        self.placed_processes += job.size
         job.nodes = held
         job.tier = tier
         job.segment_time = self.now

@@ -58,6 +58,8 @@ __all__ = [
     "Target",
     "tiered_cases",
     "tiered_bench",
+    "floor_line",
+    "FLOOR_RESTART",
 ]
 
 CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
@@ -192,6 +194,7 @@ def _simulation_child(spec_path: str, out_path: str) -> None:
         "jobs": len(built.jobs),
         "slots": slots,
         "path": engine.path,
+        "placed": engine.placed_processes,
     }
     Path(out_path).write_text(json.dumps(result), encoding="utf-8")
 
@@ -213,6 +216,8 @@ class CaseResult:
     cpu_seconds: float = 0.0
     #: The whole child process's CPU seconds (start-up, reading the log, building the jobs, the run).
     process_cpu_seconds: float = 0.0
+    #: Processes put on units by starts, restarts, moves and swaps (``Engine.placed_processes``).
+    placed: int = 0
 
 
 def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float = CASE_CPU_SECONDS) -> CaseResult:
@@ -234,6 +239,7 @@ def measure_case(spec: dict[str, Any], folder: Path, name: str, cpu_limit: float
         path=child.get("path", ""),
         cpu_seconds=child.get("cpu_seconds", 0.0),
         process_cpu_seconds=process.cpu_seconds,
+        placed=child.get("placed", 0),
     )
 
 
@@ -380,6 +386,39 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 )
                 if policy != "easy":
                     print(f"      path: {result.path}")
+                if target is not None and target.ns_slot is not None and result.placed:
+                    print(floor_line(result, target.ns_slot))
+
+
+#: The restart :func:`floor_line` measures: the average background restart of the Lublin
+#: load-0.8 case (3,053 restarts of 37,000 processes on average, counted by an instrumented
+#: build of the compiled run), on that case's machine.
+FLOOR_RESTART = {"nodes": 93_312, "size": 37_000, "restarts": 200}
+
+
+def floor_line(result: CaseResult, ns_slot_target: float) -> str:
+    """Where a case's time per process slot goes, against the least work of the restarts
+    that dominate it: the processes the run placed per slot and its time per placed process,
+    the floor of a background restart's own passes on the same layout measured now
+    (``core/platforms/_restart_floor.pyx``), and what ``ns_slot_target`` leaves per placed
+    process (without the floor where it is not built); empty for a run that placed nothing."""
+    if not result.placed or not result.slots:
+        return ""
+    per_slot = result.placed / result.slots
+    per_placed = 1e9 * result.cpu_seconds / result.placed
+    budget = ns_slot_target / per_slot
+    line = f"      placed {result.placed / 1e6:,.1f} M processes ({per_slot:.1f} per slot), {per_placed:.0f} ns each"
+    try:
+        from ..core.platforms._restart_floor import restart_floor
+    except ImportError:
+        return line + f"; the target {budget:.0f} ns each (the floor is not built)"
+    floor = min((restart_floor(**FLOOR_RESTART) for _ in range(SHORT_REPEATS)), key=lambda f: f["ns_per_process"])
+    ns = floor["ns_per_process"]
+    return (
+        f"{line}\n      floor of a restart's own passes ({FLOOR_RESTART['size']:,} processes on "
+        f"{FLOOR_RESTART['nodes']:,} nodes x 2, fastest of {SHORT_REPEATS}): {ns:.0f} ns each; the run "
+        f"{per_placed / ns:.1f}x the floor, the target {budget:.0f} ns each ({budget / ns:.1f}x the floor)"
+    )
 
 
 def _verdict(ok: bool) -> str:

@@ -124,10 +124,10 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
     kernels = sorted(n.split("/")[-1].split(".")[0] for n in names if n.startswith(PLATFORMS) and n.endswith(".so"))
     # The Cython sources ship either way (the code digest reads them), the .pxd the kernels
     # cimport from each other included.
-    for name in ("_nodes_fast.pyx", "_tiered_run.pyx", "_ranked.pyx", "_ranked.pxd", "_bits.pxd"):
+    for name in ("_nodes_fast.pyx", "_tiered_run.pyx", "_ranked.pyx", "_restart_floor.pyx", "_ranked.pxd", "_bits.pxd"):
         assert PLATFORMS + name in names
     if compiler == "cc":
-        assert kernels == ["_nodes_fast", "_ranked", "_tiered_run"]
+        assert kernels == ["_nodes_fast", "_ranked", "_restart_floor", "_tiered_run"]
     else:
         assert kernels == []
         # One line for the install, not one per kernel.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tiersweep.core.simulate import simulate
 from tiersweep.sweep import scale_bench
-from tiersweep.sweep.scale_bench import SUBLINEAR, core_path, measure_case, tiered_cases
+from tiersweep.sweep.scale_bench import SUBLINEAR, CaseResult, core_path, measure_case, tiered_cases
 
 
 def test_a_case_reports_engine_time_jobs_slots_and_peak_memory(tmp_path):
@@ -114,3 +114,20 @@ def test_a_short_case_keeps_the_fastest_of_its_repeats_and_a_long_one_runs_once(
     monkeypatch.setattr(scale_bench, "SHORT_CASE_SECONDS", 0.0)  # (now every case counts as long)
     assert scale_bench.measure_steady(spec, tmp_path, "long") is measured[0]
     assert len(measured) == 1
+
+
+def test_a_case_counts_the_processes_its_run_placed_and_the_floor_line_divides_by_them(tmp_path):
+    spec = {
+        "seed": 2,
+        "workload": {"model": "lublin03", "jobs": 3000, "load": 0.9, "max_size": 40},
+        "platform": {"nodes": 64, "tiers": 2},
+        "policy": {"name": "amcbf"},
+    }
+    result = measure_case(spec, tmp_path, "tiny")
+    assert result.placed > result.slots  # restarts and moves place processes again
+    line = scale_bench.floor_line(result, 500.0)
+    per_slot = result.placed / result.slots
+    assert f"({per_slot:.1f} per slot)" in line
+    assert f"{1e9 * result.cpu_seconds / result.placed:.0f} ns each" in line
+    assert f"the target {500.0 / per_slot:.0f} ns each" in line
+    assert scale_bench.floor_line(CaseResult(1.0, 10, 0, 50.0), 500.0) == ""  # nothing placed

@@ -194,6 +194,7 @@ cdef class _Run:
     cdef i64 sequence
     cdef double now
     cdef i64 passes
+    cdef i64 placed  # processes put on VMs (platform_start), for Engine.placed_processes
     cdef double overflow_seconds
     cdef i64* queue
     cdef Py_ssize_t queue_n
@@ -761,6 +762,7 @@ cdef class _Run:
         cdef i64* order
         if held == NULL:
             raise MemoryError()
+        self.placed += size
         if t == 0:
             self.free0 -= size
         else:
@@ -2082,6 +2084,7 @@ cdef class _Run:
             job.nodes = () if self.state[i] == FINISHED else []
         engine.now = self.now
         engine.passes = self.passes
+        engine.placed_processes += self.placed
         engine.overflow_seconds = self.overflow_seconds
         if self.kills:
             engine.kills = self.kills
