@@ -19,6 +19,9 @@ Cases (each names its target, printed beside the measurement):
   the path (compiled or python), the ratio to EASY on the same jobs in the same run, us per
   job, ns per process slot (the sum of the job sizes) and peak RSS; a case shorter than
   :data:`SHORT_CASE_SECONDS` is the fastest of :data:`SHORT_REPEATS` processes.
+  The case with a bound per process slot also prints the processes its run placed (restarts
+  and moves place a job's processes again) and its time per placed process, against the floor
+  of a background restart's own passes measured in the same run (:func:`floor_line`).
 * AMCBF / EASY, in process: the first 20,000 CTC-SP2 jobs on 320 nodes x 2 tiers (<= 3.5x);
   FWorkload 20,000 jobs at load 0.9 (<= 3x); 5,000 Lublin jobs on 10,000 nodes x 2 tiers
   (<= 5x); and 100,000 Lublin jobs on 10,000 nodes x 2 tiers, whole process (<= 5x EASY's
@@ -414,10 +417,11 @@ def floor_line(result: CaseResult, ns_slot_target: float) -> str:
         return line + f"; the target {budget:.0f} ns each (the floor is not built)"
     floor = min((restart_floor(**FLOOR_RESTART) for _ in range(SHORT_REPEATS)), key=lambda f: f["ns_per_process"])
     ns = floor["ns_per_process"]
+    passes = ", ".join(f"{name} {spent:.0f}" for name, spent in floor["phases"].items())
     return (
         f"{line}\n      floor of a restart's own passes ({FLOOR_RESTART['size']:,} processes on "
-        f"{FLOOR_RESTART['nodes']:,} nodes x 2, fastest of {SHORT_REPEATS}): {ns:.0f} ns each; the run "
-        f"{per_placed / ns:.1f}x the floor, the target {budget:.0f} ns each ({budget / ns:.1f}x the floor)"
+        f"{FLOOR_RESTART['nodes']:,} nodes x 2, fastest of {SHORT_REPEATS}): {ns:.0f} ns each ({passes}); "
+        f"the run {per_placed / ns:.1f}x the floor, the target {budget:.0f} ns each ({budget / ns:.1f}x the floor)"
     )
 
 
