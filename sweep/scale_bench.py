@@ -43,8 +43,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.compiled_path import path_line, why_python
 from ..core.errors import TiersweepError
@@ -64,6 +65,8 @@ __all__ = [
     "floor_line",
     "FLOOR_RESTART",
 ]
+
+T = TypeVar("T")
 
 CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
@@ -171,9 +174,9 @@ def _in_process_seconds(spec: dict[str, Any], repeat: int = SHORT_REPEATS) -> fl
     return best
 
 
-def _least(measure: Callable[[], Measurement], repeat: int) -> Measurement:
-    """The fastest of ``repeat`` measurements."""
-    return min((measure() for _ in range(repeat)), key=lambda measured: measured.seconds)
+def _least(measure: Callable[[], T], repeat: int, key: Callable[[T], float] = attrgetter("seconds")) -> T:
+    """The fastest of ``repeat`` measurements (by ``key``: a :class:`Measurement`'s seconds)."""
+    return min((measure() for _ in range(repeat)), key=key)
 
 
 def _simulation_child(spec_path: str, out_path: str) -> None:
@@ -252,8 +255,8 @@ def measure_steady(spec: dict[str, Any], folder: Path, name: str) -> CaseResult:
     first = measure_case(spec, folder, name)
     if not first.finished or first.cpu_seconds >= SHORT_CASE_SECONDS:
         return first
-    again = (measure_case(spec, folder, name) for _ in range(SHORT_REPEATS - 1))
-    return min([first, *again], key=lambda result: result.cpu_seconds)
+    cpu = attrgetter("cpu_seconds")
+    return min(first, _least(partial(measure_case, spec, folder, name), SHORT_REPEATS - 1, cpu), key=cpu)
 
 
 def core_path() -> str:
@@ -389,8 +392,8 @@ def tiered_bench(folder: Path, quick: bool = False) -> None:
                 )
                 if policy != "easy":
                     print(f"      path: {result.path}")
-                if target is not None and target.ns_slot is not None and result.placed:
-                    print(floor_line(result, target.ns_slot))
+                if target is not None and target.ns_slot is not None and (line := floor_line(result, target.ns_slot)):
+                    print(line)
 
 
 #: The restart :func:`floor_line` measures: the average background restart of the Lublin
@@ -415,7 +418,7 @@ def floor_line(result: CaseResult, ns_slot_target: float) -> str:
         from ..core.platforms._restart_floor import restart_floor
     except ImportError:
         return line + f"; the target {budget:.0f} ns each (the floor is not built)"
-    floor = min((restart_floor(**FLOOR_RESTART) for _ in range(SHORT_REPEATS)), key=lambda f: f["ns_per_process"])
+    floor = _least(partial(restart_floor, **FLOOR_RESTART), SHORT_REPEATS, itemgetter("ns_per_process"))
     ns = floor["ns_per_process"]
     passes = ", ".join(f"{name} {spent:.0f}" for name, spent in floor["phases"].items())
     return (

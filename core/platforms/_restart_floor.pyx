@@ -44,12 +44,16 @@ DEF IDLE_FLOOR = 0.01
 PASSES = ("release", "pick", "place", "held in node order", "rate pass", "overflow")
 
 
+cdef inline double _now() noexcept:
+    """Seconds on the monotonic clock."""
+    cdef timespec clock
+    clock_gettime(CLOCK_MONOTONIC, &clock)
+    return clock.tv_sec + 1e-9 * clock.tv_nsec
+
+
 cdef inline double _lap(double* spent, double since) noexcept:
     """Add the seconds from ``since`` to now to ``spent[0]``; now."""
-    cdef timespec clock
-    cdef double now
-    clock_gettime(CLOCK_MONOTONIC, &clock)
-    now = clock.tv_sec + 1e-9 * clock.tv_nsec
+    cdef double now = _now()
     spent[0] += now - since
     return now
 
@@ -65,7 +69,7 @@ def restart_floor(Py_ssize_t nodes, Py_ssize_t size, Py_ssize_t restarts, double
     every pass, so that none can be left out by the compiler, and let a test check them.
 
     Raises ValueError if the arguments are below 1 or fewer than ``size`` nodes are eligible."""
-    cdef Py_ssize_t n = nodes, p, i, r, m, n_order = 0, pos = 0, n_draws
+    cdef Py_ssize_t n = nodes, p, i, r, m, n_order = 0, pos = 0, n_draws, n_held = 0
     cdef i64 node, vm, fgj, job = 1
     cdef double f, idle, need, rate, low, used, excess, total = 0.0, lap
     cdef double spent[6]
@@ -124,26 +128,15 @@ def restart_floor(Py_ssize_t nodes, Py_ssize_t size, Py_ssize_t restarts, double
             n_order += el_key[node] != INFINITY
         if n_order < size:
             raise ValueError(f"{n_order} eligible nodes, fewer than the job's {size} processes")
-        # The first start (not timed): the job on the first eligible nodes of the order.
-        m = 0
-        for i in range(n):
-            node = order[i]
-            if el_key[node] != INFINITY:
-                held[m] = node
-                m += 1
-                if m == size:
-                    break
-        for i in range(size):
-            vm_job[2 * held[i] + 1] = job
-            el_key[held[i]] = INFINITY
         low = INFINITY
-        for i in range(6):
-            spent[i] = 0.0
-        lap = _lap(spent, 0.0)
-        spent[0] = 0.0
-        for r in range(restarts):
+        # The first pass is the job's start (nothing to release), not counted.
+        for r in range(restarts + 1):
+            if r <= 1:
+                for i in range(6):
+                    spent[i] = 0.0
+            lap = _now()
             # 1. Release.
-            for i in range(size):
+            for i in range(n_held):
                 node = held[i]
                 vm = 2 * node + 1
                 vm_job[vm] = -1
@@ -180,6 +173,7 @@ def restart_floor(Py_ssize_t nodes, Py_ssize_t size, Py_ssize_t restarts, double
                 el_key[node] = INFINITY
                 if vm_job[2 * node] < 0:
                     fg_key[node] = vm_est[2 * node + 1]
+            n_held = size
             lap = _lap(spent + 3, lap)
             # 5. The rate pass.
             low = INFINITY
