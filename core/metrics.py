@@ -10,6 +10,7 @@ import numpy as np
 
 from .jobs import Job
 from .metric_catalogue import STAT_COLUMNS, job_columns, metric_names
+from .sums import reproducible_dot
 
 __all__ = ["BSLD_BOUND", "bounded_slowdown", "job_records", "run_metrics", "metric_names", "job_columns"]
 
@@ -179,13 +180,13 @@ def run_metrics(
         return metrics
     first = float(records["submit_time"].min())
     last = float(records["finish_time"].max())
-    busy = float(np.dot(records["size"] * records["cpu_mean"], records["runtime"])) + lost_work - overflow_seconds
+    busy = reproducible_dot(records["size"] * records["cpu_mean"], records["runtime"]) + lost_work - overflow_seconds
     span = last - first
     metrics["migrations_per_job"] = float(records["migrations"].mean())
     metrics["utilization"] = busy / (capacity * span) if span > 0 else float("nan")
     metrics["makespan"] = span
     metrics["span_start_time"] = first
-    held = {k: float(np.dot(records["size"], v)) for k, v in records.items() if k.endswith("_duration")}
+    held = {k: reproducible_dot(records["size"], v) for k, v in records.items() if k.endswith("_duration")}
     total = sum(held.values())
     for key, seconds in held.items():
         metrics[f"{key.removesuffix('_duration')}_share"] = seconds / total if total > 0 else float("nan")

@@ -193,3 +193,41 @@ def test_stream_differs_by_purpose_and_by_seed():
 def test_stream_rejects_bad_seeds(seed):
     with pytest.raises(ValueError, match="seed"):
         stream(seed, "workload")
+
+
+CHILD_METRICS = """
+    import json, sys
+    from tiersweep.core.simulate import simulate
+
+    metrics = simulate(json.loads(sys.argv[1])).metrics
+    print(json.dumps({k: float(v).hex() for k, v in metrics.items() if k != "wall_seconds"}))
+"""
+
+
+def test_metrics_do_not_depend_on_the_number_of_blas_threads():
+    """numpy.dot hands its sums to BLAS, which splits a long one among its threads and adds
+    the parts in another order: a run in a sweep worker (one BLAS thread) and the same run in a
+    notebook or ``tiersweep run`` (one thread per CPU) stored utilisations and tier shares that
+    differed in their last bits. 20,000 jobs: long enough for OpenBLAS to use its threads."""
+    spec = {
+        "workload": {"model": "lublin03", "jobs": 20_000, "load": 0.8},
+        "platform": {"nodes": 10_000, "tiers": 2},
+        "policy": {"name": "easy"},
+    }
+    outputs = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(CHILD_METRICS), json.dumps(spec)],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout))
+    one, two = outputs
+    assert {"utilization", "tier0_share", "tier1_share"} <= set(one)
+    differ = {key: (one[key], two[key]) for key in one if one[key] != two[key]}
+    assert not differ, f"metrics differ between 1 and 2 BLAS threads: {differ}"

@@ -62,6 +62,7 @@ import numpy as np
 
 from ..capabilities import EMBEDDING, TIME_TRACKING
 from ..params import Param, int_in, is_whole, number_at_least, one_of
+from ..sums import reproducible_dot
 from .base import BasePlatform
 
 if TYPE_CHECKING:
@@ -658,7 +659,7 @@ class FatTree(BasePlatform):
             "mean_bandwidth": float(bandwidth.mean()) if len(bandwidth) else math.nan,
             "link_utilization": self._reserved_seconds / (total * span) if span > 0 else math.nan,
             "slot_utilization": (
-                float(np.dot(records["size"], records["tier0_duration"])) / (self.capacity * span)
+                reproducible_dot(records["size"], records["tier0_duration"]) / (self.capacity * span)
                 if span > 0
                 else math.nan
             ),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..sums import reproducible_dot
 from .swf import SWF_FIELDS
 
 __all__ = ["offered_load", "rescale_gaps", "scale_for_load", "gap_scale"]
@@ -30,7 +31,7 @@ def offered_load(submit: np.ndarray, size: np.ndarray, runtime: np.ndarray, mach
     span = float(np.max(submit) - np.min(submit))
     if span <= 0:
         return math.inf
-    work = float(np.dot(np.asarray(size, dtype=np.float64), np.asarray(runtime, dtype=np.float64)))
+    work = reproducible_dot(size, runtime)
     return work / (machine_size * span)
 
 

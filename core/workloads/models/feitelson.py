@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from ...rng import stream
+from ...sums import reproducible_dot
 from . import CheckedModel, ModelOutput, check_model
 
 __all__ = [
@@ -254,7 +255,7 @@ def mean_runtime(params: Mapping[str, Any] | None = None, max_size: int = DEFAUL
     """E[S] per job (before rounding): m_s + (m_l - m_s) * E[p(n)] under :func:`size_pmf`."""
     params = PRESETS[DEFAULT_PRESET] if params is None else params
     pmf = size_pmf(params, max_size)
-    p_mean = float(np.dot(pmf, long_probability(params, np.arange(1, max_size + 1))))
+    p_mean = reproducible_dot(pmf, long_probability(params, np.arange(1, max_size + 1)))
     return float(params["m_s"]) + (float(params["m_l"]) - float(params["m_s"])) * p_mean
 
 

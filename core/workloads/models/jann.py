@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ...rng import stream
+from ...sums import reproducible_dot
 from . import CheckedModel, ModelOutput, check_model
 
 __all__ = [
@@ -646,7 +647,7 @@ def _arrivals(seed: int, ranges: Sequence[Mapping[str, Any]], kept: Sequence[int
     rates = 1.0 / means
     share = rates / rates.sum()
     # Horizon of `jobs` arrivals, with 4 sd of margin (renewal count variance ~ E[N] * CV^2).
-    horizon = jobs / rates.sum() * (1 + 4 * math.sqrt(float(share @ cv2) / jobs))
+    horizon = jobs / rates.sum() * (1 + 4 * math.sqrt(reproducible_dot(share, cv2) / jobs))
     rngs = [stream(seed, f"{NAME}/arrivals/{range_label(ranges[i]['lo'], ranges[i]['hi'])}") for i in kept]
     gaps: list[np.ndarray] = [np.empty(0)] * len(kept)
     wanted = (horizon * rates + 4 * np.sqrt(horizon * rates * np.maximum(cv2, 1)) + 16) * _FIRST_DRAW
