@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core.simulate import run_plan
-from ..core.version import MODEL_VERSION, code_digest, code_folder
+from ..core.version import MODEL_VERSION, code_digest, code_origin
 from . import trace_cache
 from .cells import Cell, flatten
 from .records import Outcome, Task
@@ -136,5 +136,5 @@ def run_batch(tasks: Sequence[Task], with_jobs: bool = False) -> list[Outcome]:
                 jobs = {"cell_id": np.full(len(result.jobs["job_id"]), task.cell_id), **result.jobs}
                 segments = {"cell_id": [task.cell_id] * len(result.segments["job_id"]), **result.segments}
         row["wall_seconds"] = time.perf_counter() - started
-        outcomes.append(Outcome(row, jobs, segments, str(code_folder()), path))
+        outcomes.append(Outcome(row, jobs, segments, code_origin(), path))
     return outcomes

@@ -59,8 +59,9 @@ class Outcome:
             and the cell succeeded).
         segments: The cell's segments, one list per :data:`~tiersweep.core.segments.SEGMENT_FIELDS`
             field with ``cell_id`` first (as ``jobs``).
-        code: The folder of the simulator source the worker imported, so that a driver refusing
-            the worker's code digest can say where it came from (not stored).
+        code: The folder of the simulator source the worker imported and its numpy release
+            (:func:`~tiersweep.core.version.code_origin`), so that a driver refusing the
+            worker's code digest can say where it came from (not stored).
         path: How the worker ran the cell (:attr:`~tiersweep.core.simulate.RunResult.path`;
             "" if it failed), for the sweep's summary: a cell that fell back to the Python loop
             is slower, never different, so it is said rather than stored.

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.errors import TiersweepError
-from ..core.version import code_digest, code_folder
+from ..core.version import code_digest, code_origin
 from .backends import Backend, make_backend
 from .batch import task_for
 from .cells import Cell
@@ -145,10 +145,10 @@ class CellRunner:
                 host = outcome.row.get("host") or "a worker"
                 raise TiersweepError(
                     f"worker on {host} runs other simulator code than this driver (code digest {theirs} "
-                    f"from {outcome.code or '?'}; the driver has {ours} from {code_folder()}): its "
+                    f"from {outcome.code or '?'}; the driver has {ours} from {code_origin()}): its "
                     f"results would be stored under the driver's cell ids. Run every worker on the same "
-                    f"tiersweep (reinstall it with `pip install .` on each node, or run the driver from the "
-                    f"same environment); nothing of that batch was stored"
+                    f"tiersweep and numpy (reinstall them with `pip install .` on each node, or run the driver "
+                    f"from the same environment); nothing of that batch was stored"
                 )
 
     def cancel(self) -> None:

@@ -3,9 +3,10 @@
 A BLAS call (``numpy.dot``, ``@``) is answered by OpenBLAS with a pool of threads, one per CPU,
 that burn CPU time waking up: in a sweep every CPU already runs a worker, so those threads would
 take their time from the other workers. The simulator itself calls none (its sums are exact,
-``core/sums.py``, so that its results do not depend on BLAS threads), but a plug-in's code may. A worker therefore gets one BLAS thread: through the
-environment its numpy reads when it loads (:data:`BLAS_ENV`, given to Ray's workers as their
-runtime environment), and through :func:`pin_blas_threads` for a library already loaded (a
+``core/sums.py``, so that its results do not depend on BLAS threads), but a plug-in's code may.
+A worker therefore gets one BLAS thread: through the environment its numpy reads when it loads
+(:data:`BLAS_ENV`, given to Ray's workers as their runtime environment), and through
+:func:`pin_blas_threads` for a library already loaded (a
 process-pool worker imports numpy before its initializer runs).
 """
 

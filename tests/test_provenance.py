@@ -17,12 +17,13 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import numpy
 import pytest
 
 from sweep_helpers import small_config, small_raw, write_swf
 from tiersweep.analysis import MixedCodeWarning, NoResultsError, find_results, load
 from tiersweep.core.spec import validate_spec
-from tiersweep.core.version import code_digest, code_folder, source_digest
+from tiersweep.core.version import code_digest, code_digest_of, code_folder, source_digest
 from tiersweep.sweep.cells import cell_id
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.store import read_table
@@ -54,12 +55,14 @@ def _edit(package: Path) -> None:
 
 def test_an_edited_source_changes_the_digest_and_a_moved_one_does_not(tmp_path):
     copy = _copy_package(tmp_path / "a")
-    assert source_digest(copy / "core") == code_digest()  # same files, another place
+    assert source_digest(copy / "core") == source_digest(code_folder())  # same files, another place
+    assert code_digest_of(copy / "core", numpy.__version__) == code_digest()
     (copy / "core" / "__pycache__").mkdir(exist_ok=True)
     (copy / "core" / "__pycache__" / "engine.cpython-311.pyc").write_bytes(b"stale")
-    assert source_digest(copy / "core") == code_digest()  # compiled caches are not source
+    assert code_digest_of(copy / "core", numpy.__version__) == code_digest()  # compiled caches are not source
     _edit(copy)
-    assert source_digest(copy / "core") != code_digest()
+    assert source_digest(copy / "core") != source_digest(code_folder())
+    assert code_digest_of(copy / "core", numpy.__version__) != code_digest()
 
 
 def test_the_code_digest_is_part_of_the_cell_id():
@@ -162,6 +165,34 @@ def test_ray_workers_run_the_drivers_code_beside_a_source_tree_named_tiersweep(t
 
 
 # -- a folder of two codes -------------------------------------------------------------------------
+
+
+def test_another_numpy_release_is_other_code(tmp_path):
+    # numpy promises the same random streams only on the same build of numpy: a sweep computed
+    # under another release may hold other numbers, so its cells are not this one's and its
+    # rows say so. (The other release is this numpy reporting another version: no second
+    # numpy can be installed here.)
+    script = textwrap.dedent(
+        """
+        import json, sys
+        import numpy
+        from tiersweep.sweep.config import parse_sweep_config
+        from tiersweep.sweep.driver import run_sweep
+        numpy.__version__ = "1.26.4"  # (after pandas's import, which checks it)
+        run_sweep(parse_sweep_config(json.loads(sys.argv[1])), sys.argv[2], backend="serial", progress=False)
+        """
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, json.dumps(small_raw(seeds=1)), str(tmp_path / "out")],
+        check=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    other = read_table(tmp_path / "out" / "small" / "runs").to_pandas()
+    assert len(other) == 4 and code_digest() not in set(other["code_digest"])
+    outcome = run_sweep(small_config(seeds=1), tmp_path / "out", backend="serial", progress=False)
+    assert outcome.computed == 4  # not taken for this numpy's results
+    assert code_digest_of(code_folder(), "1.26.4") in set(other["code_digest"])
 
 
 def test_a_folder_holding_rows_of_two_codes_warns_on_load(tmp_path):
