@@ -26,5 +26,9 @@ def reproducible_dot(a: ArrayLike, b: ArrayLike) -> float:
     left, right = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if left.shape != right.shape:
         raise ValueError(f"reproducible_dot: shapes {left.shape} and {right.shape} differ")
-    products = np.multiply(left, right)
-    return math.fsum(products.ravel().tolist())
+    with np.errstate(invalid="ignore"):  # (0 * inf and inf - inf are nan, silently, as in numpy.dot)
+        products = np.multiply(left, right).ravel()
+        if not np.isfinite(products).all():
+            # nan, or an infinity: the same whatever the order (math.fsum would raise on inf - inf).
+            return float(np.sum(products))
+    return math.fsum(products.tolist())

@@ -51,6 +51,14 @@ def test_integer_inputs_and_empty_ones():
             reproducible_dot(short, [1.0, 2.0, 3.0])
 
 
+def test_non_finite_terms_give_what_numpy_dot_gives():
+    inf, nan = float("inf"), float("nan")
+    assert reproducible_dot([1.0, inf], [1.0, 2.0]) == inf
+    assert np.isnan(reproducible_dot([inf, inf], [1.0, -1.0]))  # (math.fsum alone raises here)
+    assert np.isnan(reproducible_dot([1.0, nan], [1.0, 1.0]))
+    assert np.isnan(reproducible_dot([0.0], [inf]))
+
+
 def test_offered_load_divides_the_correctly_rounded_work():
     """The work of a generated workload (whole sizes, fractional runtimes) is the sum of its
     products rounded once, whichever machine computes it (numpy.dot on two BLAS threads was
