@@ -57,8 +57,9 @@ def other_hash_seed() -> str:
     return "4242" if os.environ.get("PYTHONHASHSEED") != "4242" else "1717"
 
 
-def run_child(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONHASHSEED": other_hash_seed()}
+def run_child(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (another hash seed; ``env``: variables to add)."""
+    env = {**os.environ, "PYTHONHASHSEED": other_hash_seed(), **(env or {})}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         cwd=PROJECT_ROOT,
@@ -216,17 +217,8 @@ def test_metrics_do_not_depend_on_the_number_of_blas_threads():
     }
     outputs = []
     for threads in ("1", "2"):
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-        done = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(CHILD_METRICS), json.dumps(spec)],
-            cwd=PROJECT_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-        outputs.append(json.loads(done.stdout))
+        blas = {"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        outputs.append(json.loads(run_child(CHILD_METRICS, json.dumps(spec), env=blas).stdout))
     one, two = outputs
     assert {"utilization", "tier0_share", "tier1_share"} <= set(one)
     differ = {key: (one[key], two[key]) for key in one if one[key] != two[key]}
