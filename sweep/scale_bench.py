@@ -110,8 +110,8 @@ def measure_process(
     """Run ``command`` (output discarded) and measure its wall time, CPU time and its own peak
     RSS; it is stopped, and reported not finished, past ``cpu_limit`` seconds of its own CPU
     time (enforced by the kernel: RLIMIT_CPU) or ``wall_limit`` seconds of wall time. It runs
-    as a sweep's worker does, with one BLAS thread (else the idle pool's spinning after each
-    ``numpy.dot`` would count into its CPU time)."""
+    as a sweep's worker does, with one BLAS thread (the simulator calls no BLAS routine, but the
+    bare loop or a plug-in might, and an idle pool's spinning would count into its CPU time)."""
     started = time.perf_counter()
     child = subprocess.Popen(
         command,

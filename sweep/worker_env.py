@@ -6,8 +6,8 @@ take their time from the other workers. The simulator itself calls none (its sum
 ``core/sums.py``, so that its results do not depend on BLAS threads), but a plug-in's code may.
 A worker therefore gets one BLAS thread: through the environment its numpy reads when it loads
 (:data:`BLAS_ENV`, given to Ray's workers as their runtime environment), and through
-:func:`pin_blas_threads` for a library already loaded (a
-process-pool worker imports numpy before its initializer runs).
+:func:`pin_blas_threads` for a library already loaded (a process-pool worker imports numpy
+before its initializer runs).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_the_curie_target_is_judged_on_the_whole_processes_cpu_time(tmp_path):
 
 def test_a_case_runs_with_one_blas_thread_as_a_sweep_cell_does():
     # A sweep's worker gives BLAS one thread; OpenBLAS's pool would otherwise spin on the other
-    # CPUs after each numpy.dot of a run and count into the measured process's CPU time.
+    # CPUs after any BLAS call in the process and count into the measured process's CPU time.
     import sys
 
     from tiersweep.sweep.scale_bench import measure_process
