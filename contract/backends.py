@@ -14,7 +14,9 @@ The checks submit tiny cells (a few tens of jobs each) and compare what comes ba
 once, its outcomes in task order and equal to the in-process ones, whatever the batching and
 the order of submission; a cell that fails is a ``failed`` row with its error while the other
 cells of its batch complete; the backend is registered with the options it declares and
-refuses others; :meth:`~tiersweep.sweep.backends.Backend.cancel` abandons the batches in flight.
+refuses others; a :meth:`~tiersweep.sweep.backends.Backend.wait` with a timeout comes back by
+then and loses no batch; :meth:`~tiersweep.sweep.backends.Backend.cancel` abandons the batches
+in flight.
 """
 
 from __future__ import annotations
@@ -146,6 +148,32 @@ class BackendContract:
         assert [row["status"] for row in rows] == ["ok", "failed", "ok"]
         assert rows[1]["error"].startswith("TraceFormatError: ") and f"{bad}:3" in rows[1]["error"]
         assert rows[1]["cell_id"] == failing[0].cell_id and rows[0]["error"] is None
+
+    def test_a_wait_with_a_timeout_returns_by_then_and_loses_nothing(self):
+        """:meth:`wait` with a timeout comes back about then, with the batches finished by then
+        (none, if none has); waits until all are back return each batch once, as run in process."""
+        tasks = tiny_tasks(3)
+        expected = {o.cell_id: comparable(o.row) for o in run_batch(tasks)}
+        backend = self.make()
+        finished: dict[int, list] = {}
+        try:
+            for batch_id, task in enumerate(tasks):
+                backend.submit(batch_id, [task], False)
+            deadline = time.monotonic() + self.wait_seconds
+            while backend.pending():
+                assert time.monotonic() < deadline, f"{self.backend}: batches still pending after {self.wait_seconds} s"
+                started = time.monotonic()
+                returned = backend.wait(timeout=0.05)
+                # (A backend that runs the batch inside its wait, as the serial one does, takes
+                # that batch's time: a tiny cell's, well within the bound.)
+                assert time.monotonic() - started < 10.0, f"{self.backend}: a wait of 0.05 s took too long"
+                for batch_id, outcomes in returned:
+                    assert batch_id not in finished, f"{self.backend}: batch {batch_id} returned twice"
+                    finished[batch_id] = outcomes
+        finally:
+            backend.close()
+        assert sorted(finished) == [0, 1, 2]
+        assert {o.cell_id: comparable(o.row) for outcomes in finished.values() for o in outcomes} == expected
 
     def test_cancel_abandons_the_batches_in_flight(self):
         """After :meth:`cancel` nothing is pending, and closing returns promptly."""

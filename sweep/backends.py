@@ -77,8 +77,9 @@ class Backend(ABC):
         """Start running a batch."""
 
     @abstractmethod
-    def wait(self) -> list[tuple[int, Outcomes]]:
-        """Block until at least one submitted batch finishes; return the finished ones."""
+    def wait(self, timeout: float | None = None) -> list[tuple[int, Outcomes]]:
+        """Block until at least one submitted batch finishes, or for at most ``timeout``
+        seconds (None: no limit); return the finished ones (none if the time ran out)."""
 
     @abstractmethod
     def pending(self) -> int:
@@ -104,7 +105,8 @@ class SerialBackend(Backend):
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
         self._queue.append((batch_id, tasks, with_jobs))
 
-    def wait(self) -> list[tuple[int, Outcomes]]:
+    def wait(self, timeout: float | None = None) -> list[tuple[int, Outcomes]]:
+        # (The batch runs here, in this process: no timeout can end this wait sooner.)
         batch_id, tasks, with_jobs = self._queue.pop(0)
         return [(batch_id, run_batch(tasks, with_jobs))]
 
@@ -195,10 +197,10 @@ class ProcessBackend(Backend):
             future.set_exception(error)
         self._futures[future] = (batch_id, tasks, with_jobs)
 
-    def wait(self) -> list[tuple[int, Outcomes]]:
+    def wait(self, timeout: float | None = None) -> list[tuple[int, Outcomes]]:
         from concurrent.futures.process import BrokenProcessPool
 
-        done, _ = wait_futures(list(self._futures), return_when=FIRST_COMPLETED)
+        done, _ = wait_futures(list(self._futures), timeout=timeout, return_when=FIRST_COMPLETED)
         finished: list[tuple[int, Outcomes]] = []
         lost: list[tuple[int, Tasks, bool]] = []
         for future in done:
@@ -377,9 +379,11 @@ class RayBackend(Backend):
     def submit(self, batch_id: int, tasks: Tasks, with_jobs: bool) -> None:
         self._refs[self._remote.remote(list(tasks), with_jobs)] = (batch_id, tasks)
 
-    def wait(self) -> list[tuple[int, Outcomes]]:
+    def wait(self, timeout: float | None = None) -> list[tuple[int, Outcomes]]:
         refs = list(self._refs)
-        ready, _ = self._ray.wait(refs, num_returns=1)
+        ready, _ = self._ray.wait(refs, num_returns=1, timeout=timeout)
+        if not ready:
+            return []
         # Every batch finished by now, not just the first: the runner stores them all and refills
         # the workers at once, rather than one batch per round trip.
         ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)

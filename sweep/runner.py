@@ -113,8 +113,9 @@ class CellRunner:
         """Whether cells are queued or in flight."""
         return bool(self._queue) or (self._backend is not None and self._backend.pending() > 0)
 
-    def step(self) -> list[Outcome]:
-        """Dispatch queued cells, wait for at least one batch, store it; return its outcomes."""
+    def step(self, timeout: float | None = None) -> list[Outcome]:
+        """Dispatch queued cells, wait for at least one batch (or at most ``timeout`` seconds,
+        None: no limit), store what finished; return its outcomes (none if the time ran out)."""
         backend = self._start()
         while self._queue and backend.pending() < 2 * backend.workers:
             size = _batch_size(self._durations, len(self._queue), backend.workers)
@@ -122,7 +123,7 @@ class CellRunner:
             del self._queue[:size]
             self._batch_id += 1
         before = time.perf_counter()
-        finished = backend.wait()
+        finished = backend.wait(timeout)
         self.waited_seconds += time.perf_counter() - before
         done: list[Outcome] = []
         for _, outcomes in finished:

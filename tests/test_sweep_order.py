@@ -1,16 +1,20 @@
-"""Sweep order and ETA: costliest cells first, and a time left from expected costs.
+"""Sweep order and ETA: costliest cells first, a time left from expected costs, and a bar
+that keeps time while long cells run.
 
 In grid order the slowest cells (consolidation at high load) would run last, and a time left
-read from the cells done so far would say 11 s when 27 s remain.
+read from the cells done so far would say 11 s when 27 s remain. A bar drawn only when a cell
+finished stood at ``0/2 [00:00, ? left]`` for the whole of a cluster-scale cell.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import pytest
 
 from sweep_helpers import small_config
-from tiersweep.sweep.config import expand
+from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.estimate import Eta, columns_read, expected_costs, formula_cost
 from tiersweep.sweep.store import read_table
@@ -123,3 +127,28 @@ def test_the_eta_starts_when_the_work_does():
     assert eta.remaining_seconds() == 1.0
     now[0] = 105.0 + 3600 * 2
     assert eta.text() == "2h00m"
+
+
+def test_the_bar_keeps_time_while_a_long_cell_runs(tmp_path, capsys, monkeypatch):
+    """On a backend that runs cells elsewhere, the bar is drawn again while no cell finishes,
+    its elapsed time going on (it was drawn only when a cell finished, so it stood at 00:00)."""
+    monkeypatch.setattr("tiersweep.sweep.driver.BAR_REFRESH_SECONDS", 0.2)
+    # One cell of a second or more in a worker process (its start-up alone takes most of one).
+    raw = {
+        "name": "long",
+        "base": {
+            "workload": {"model": "lublin03", "jobs": 4000, "load": 0.8},
+            "platform": {"nodes": 93312, "tiers": 2},
+            "policy": {"name": "amcbf"},
+        },
+        "grid": {},
+        "seeds": 1,
+    }
+    capsys.readouterr()
+    outcome = run_sweep(parse_sweep_config(raw), tmp_path, backend="process", backend_options={"workers": 1})
+    assert outcome.computed == 1 and outcome.failed == 0
+    drawn = capsys.readouterr().err
+    waiting = re.findall(r"0/1 \[(\d\d):(\d\d)", drawn)
+    assert len(waiting) >= 3, f"the bar was drawn {len(waiting)} time(s) before the cell finished: {drawn!r}"
+    assert max(60 * int(m) + int(s) for m, s in waiting) >= 1, drawn
+    assert "1/1 [" in drawn
