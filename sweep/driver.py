@@ -19,12 +19,7 @@ from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
 
-__all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "BAR_REFRESH_SECONDS", "SUMMARY_METRICS"]
-
-#: The longest the progress bar goes without a redraw while cells run: a cluster-scale cell can
-#: take minutes, and a bar whose elapsed time stood still until a cell finished looked hung. (The
-#: serial backend computes each batch inside its wait, so its bar moves only between batches.)
-BAR_REFRESH_SECONDS = 1.0
+__all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
 
 
 @dataclass
@@ -194,9 +189,7 @@ def run_sweep(
                     bar = _progress(len(todo), progress)
                 runner.submit(todo, limits)
                 while runner.busy:
-                    runner.step(BAR_REFRESH_SECONDS if bar is not None else None)
-                    if bar is not None:
-                        bar.refresh()  # (its elapsed time goes on while no cell finishes)
+                    runner.step_drawing(bar)
         finally:
             if bar is not None:
                 bar.close()

@@ -25,11 +25,16 @@ from .estimate import cell_time_limits, estimate_cells
 from .records import Outcome, Task
 from .store import Store
 
-__all__ = ["CellRunner", "BATCH_SECONDS"]
+__all__ = ["CellRunner", "BATCH_SECONDS", "BAR_REFRESH_SECONDS"]
 
 #: Target seconds of work per batch: long enough to amortise dispatch, short enough that an
 #: interruption loses little.
 BATCH_SECONDS = 3.0
+#: The longest a progress bar goes without a redraw while cells run (:meth:`CellRunner.step_drawing`):
+#: a cluster-scale cell can take minutes, and a bar drawn only when a cell finished stood at
+#: 00:00 and looked hung. (The serial backend computes each batch inside its wait, so its bar
+#: moves only between batches.)
+BAR_REFRESH_SECONDS = 1.0
 
 
 def _batch_size(durations: list[float], remaining: int, workers: int) -> int:
@@ -136,6 +141,15 @@ class CellRunner:
                 self.on_outcomes(outcomes)
             done.extend(outcomes)
         return done
+
+    def step_drawing(self, bar: Any) -> list[Outcome]:
+        """:meth:`step`, then redraw the progress bar ``bar`` (a tqdm bar; None: none): with a
+        bar, the wait ends after :data:`BAR_REFRESH_SECONDS` when no cell has finished, so that
+        the bar's elapsed time goes on while cells run."""
+        outcomes = self.step(BAR_REFRESH_SECONDS if bar is not None else None)
+        if bar is not None:
+            bar.refresh()
+        return outcomes
 
     def _check_code(self, outcomes: list[Outcome]) -> None:
         """Refuse outcomes computed by other simulator code than the driver's."""

@@ -504,13 +504,13 @@ def _run_study(
                 for evaluation in list(state.pending.values()):
                     advance(evaluation)
                 if state.pending and runner.busy:
-                    runner.step()
+                    runner.step_drawing(bar)
             baseline_cells = state.cells(defaults)
             runner.submit(
                 [c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted]
             )
             while runner.busy:
-                runner.step()
+                runner.step_drawing(bar)
     finally:
         if bar is not None:
             bar.close()

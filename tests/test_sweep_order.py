@@ -132,7 +132,7 @@ def test_the_eta_starts_when_the_work_does():
 def test_the_bar_keeps_time_while_a_long_cell_runs(tmp_path, capsys, monkeypatch):
     """On a backend that runs cells elsewhere, the bar is drawn again while no cell finishes,
     its elapsed time going on (it was drawn only when a cell finished, so it stood at 00:00)."""
-    monkeypatch.setattr("tiersweep.sweep.driver.BAR_REFRESH_SECONDS", 0.2)
+    monkeypatch.setattr("tiersweep.sweep.runner.BAR_REFRESH_SECONDS", 0.2)
     # One cell of a second or more in a worker process (its start-up alone takes most of one).
     raw = {
         "name": "long",

@@ -605,3 +605,19 @@ def test_ray_backend_gives_the_serial_trials(tiny_run, ray_session, tmp_path):
     assert outcome.best[0].value == tiny_run.best[0].value
     assert outcome.computed == 12
     assert ray_session.is_initialized()  # the backend leaves a Ray it did not start running
+
+
+def test_the_trials_bar_keeps_time_while_a_long_cell_runs(tmp_path, capsys, monkeypatch):
+    """As a sweep's: drawn again while no trial finishes, its elapsed time going on."""
+    monkeypatch.setattr("tiersweep.sweep.runner.BAR_REFRESH_SECONDS", 0.2)
+    raw = tiny_raw(seeds=1, trials=1)
+    # One cell of a second or more in a worker process (its start-up alone takes most of one).
+    raw["base"]["workload"] = {"model": "lublin03", "jobs": 4000, "load": 0.8}
+    raw["base"]["platform"] = {"nodes": 93312, "tiers": 2}
+    capsys.readouterr()
+    outcome = run_tuning(parse_tune_config(raw), tmp_path, backend="process", backend_options={"workers": 1})
+    assert len(outcome.study.trials) >= 1
+    drawn = capsys.readouterr().err
+    waiting = re.findall(r"0/1 \[(\d\d):(\d\d)", drawn)
+    assert len(waiting) >= 3, f"the bar was drawn {len(waiting)} time(s) before the trial finished: {drawn!r}"
+    assert max(60 * int(m) + int(s) for m, s in waiting) >= 1, drawn
