@@ -8,7 +8,7 @@ from .cells import Cell, flatten
 from .points import point_columns
 from .store import read_table
 
-__all__ = ["summary_frame", "format_summary", "few_seeds_warning", "paths_lines", "MIN_SEEDS"]
+__all__ = ["summary_frame", "format_summary", "few_seeds_warning", "paths_lines", "failure_lines", "MIN_SEEDS"]
 
 #: Fewer seeds than this per group get a warning: an interval from two values is too wide to
 #: read (Student's t with one degree of freedom is 12.7) and says nothing of the spread.
@@ -27,6 +27,40 @@ def few_seeds_warning(counts: Sequence[int]) -> str | None:
         f"warning: {few} of {len(counts)} group(s) have fewer than {MIN_SEEDS} seeds (fewest: {min(counts)}); "
         f"their intervals are too wide to read or missing: run more seeds"
     )
+
+
+#: Distinct errors :func:`failure_lines` names, and the characters it keeps of each.
+FAILURES_SHOWN = 3
+ERROR_WIDTH = 300
+
+
+def failure_lines(cells: Sequence[Cell], runs_folder: str) -> list[str]:
+    """The lines saying why the failed cells among ``cells`` failed: a heading, then each
+    distinct error of their stored rows with how many cells it stopped, most first (at most
+    :data:`FAILURES_SHOWN`, each cut to :data:`ERROR_WIDTH` characters); none if none failed.
+    A sweep that ends with failed cells says why, so that nobody needs to open its Parquet to
+    learn that a time limit or a malformed line stopped them."""
+    from collections import Counter
+
+    table = read_table(runs_folder, columns=("cell_id", "status", "error"))
+    if not table.num_rows:
+        return []
+    ids = {c.cell_id for c in cells}
+    errors = Counter(
+        str(error)
+        for cell_id, status, error in zip(*(table.column(name).to_pylist() for name in ("cell_id", "status", "error")))
+        if cell_id in ids and status != "ok"
+    )
+    if not errors:
+        return []
+    total = sum(errors.values())
+    lines = [f"{total} cell(s) failed (their rows' 'error' column says why):"]
+    for error, count in sorted(errors.items(), key=lambda item: (-item[1], item[0]))[:FAILURES_SHOWN]:
+        text = error if len(error) <= ERROR_WIDTH else error[: ERROR_WIDTH - 3] + "..."
+        lines.append(f"  {count} x {text}")
+    if len(errors) > FAILURES_SHOWN:
+        lines.append(f"  and {len(errors) - FAILURES_SHOWN} other error(s)")
+    return lines
 
 
 def paths_lines(paths: Mapping[str, int]) -> list[str]:

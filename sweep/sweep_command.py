@@ -9,7 +9,7 @@ from typing import Any
 from .config import load_sweep_config
 from .driver import SUMMARY_METRICS, plan, run_sweep
 from .store import compact
-from .summary import format_summary, paths_lines, summary_frame
+from .summary import failure_lines, format_summary, paths_lines, summary_frame
 
 __all__ = ["sweep_command", "compact_command"]
 
@@ -82,7 +82,8 @@ def sweep_command(
     runs = Path(outcome.store) / "runs"
     print(f"results: {runs} (Parquet: pandas.read_parquet('{runs}'))")
     if outcome.failed:
-        print(f"{outcome.failed} cell(s) failed: see the 'error' column of their rows")
+        for line in failure_lines(outcome.cells, str(runs)):
+            print(line)
         return 1
     return 0
 

@@ -234,13 +234,17 @@ def test_a_failing_cell_is_a_failed_row_and_the_others_complete(backend, failing
             assert row["jobs"] == 30 and row["mean_wait"] == simulate(cell.spec).metrics["mean_wait"]
 
 
-def test_the_command_line_exits_1_and_says_how_many_cells_failed(failing_config, tmp_path, capsys):
+def test_the_command_line_exits_1_and_says_how_many_cells_failed_and_why(failing_config, tmp_path, capsys):
     argv = ["sweep", str(failing_config["path"]), "--out", str(tmp_path / "out"), "--backend", "serial"]
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "sweep failing: 4 cells; 4 computed now" in out
     assert "0 already stored, 2 failed" in out
-    assert "2 cell(s) failed: see the 'error' column of their rows" in out
+    # It says why, without opening the store: the two cells on the bad log share one error.
+    error = f"TraceFormatError: {failing_config['bad']}:4: malformed job line"
+    lines = out.splitlines()
+    at = lines.index("2 cell(s) failed (their rows' 'error' column says why):")
+    assert lines[at + 1].startswith(f"  2 x {error}") and len(lines) == at + 2
     # Failed cells are stored: a rerun computes nothing and still reports them...
     assert main(argv) == 1
     out = capsys.readouterr().out
@@ -406,3 +410,34 @@ def test_ray_workers_run_one_blas_thread(ray_cluster):
         assert ray_cluster.get(pinned.remote(), timeout=120) == 1
     finally:
         backend.close()
+
+
+def test_the_failures_named_are_the_commonest_few_each_cut_short(tmp_path, capsys):
+    """Four distinct errors (a malformed line at four places, one log with two cells): the
+    commonest first, three named and the rest counted; a long error is cut with an ellipsis."""
+    good = write_swf(tmp_path / "good.swf")
+    bad = []
+    for i, at in enumerate((3, 5, 7, 9)):
+        lines = good.read_text(encoding="ascii").splitlines()
+        lines.insert(at, "4 360 -1 x")
+        # (The first in a folder of a long name: its error, which names the file, is long.)
+        path = (tmp_path / ("long" * 50) if i == 0 else tmp_path) / f"bad{i}.swf"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="ascii")
+        bad.append(str(path))
+    raw = small_raw("many", base={"workload": {"trace": str(good)}, "platform": {"nodes": 64, "tiers": 2}}, seeds=[0])
+    del raw["grid"]
+    raw["grids"] = [
+        {"workload.trace": [bad[0]], "policy.name": ["easy", "amcbf"]},
+        {"workload.trace": bad[1:] + [str(good)], "policy.name": ["easy"]},
+    ]
+    config = write_yaml(tmp_path / "many.yaml", raw)
+    argv = ["sweep", str(config), "--out", str(tmp_path / "out"), "--backend", "serial"]
+    assert main(argv) == 1
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("5 cell(s) failed (their rows' 'error' column says why):")
+    named = lines[at + 1 : at + 4]
+    assert named[0].startswith(f"  2 x TraceFormatError: {bad[0][:100]}") and named[0].endswith("...")
+    assert len(named[0]) == len("  2 x ") + 300
+    assert [line[:6] for line in named[1:]] == ["  1 x ", "  1 x "]
+    assert lines[at + 4] == "  and 1 other error(s)" and len(lines) == at + 5
