@@ -37,6 +37,14 @@ BATCH_SECONDS = 3.0
 BAR_REFRESH_SECONDS = 1.0
 
 
+def _takes_timeout(backend: Backend) -> bool:
+    """Whether ``backend.wait`` takes a ``timeout``: a backend written before it did still runs
+    (its bar is then drawn only when batches finish)."""
+    import inspect
+
+    return "timeout" in inspect.signature(backend.wait).parameters
+
+
 def _batch_size(durations: list[float], remaining: int, workers: int) -> int:
     if not durations:
         return 1
@@ -128,7 +136,7 @@ class CellRunner:
             del self._queue[:size]
             self._batch_id += 1
         before = time.perf_counter()
-        finished = backend.wait(timeout)
+        finished = backend.wait(timeout=timeout) if timeout is not None and _takes_timeout(backend) else backend.wait()
         self.waited_seconds += time.perf_counter() - before
         done: list[Outcome] = []
         for _, outcomes in finished:

@@ -22,7 +22,14 @@ from tiersweep.contract.backends import BackendContract, tiny_tasks
 from tiersweep.core import simulate
 from tiersweep.core.errors import TiersweepError, TraceFormatError
 from tiersweep.core.params import Param, any_string
-from tiersweep.sweep.backends import BACKENDS, SerialBackend, backend_options, make_backend, parse_backend_options
+from tiersweep.sweep.backends import (
+    BACKENDS,
+    Backend,
+    SerialBackend,
+    backend_options,
+    make_backend,
+    parse_backend_options,
+)
 from tiersweep.sweep.batch import failed_outcomes, run_batch, task_for
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import BATCH_SECONDS, SUMMARY_METRICS, run_sweep
@@ -441,3 +448,38 @@ def test_the_failures_named_are_the_commonest_few_each_cut_short(tmp_path, capsy
     assert len(named[0]) == len("  2 x ") + 300
     assert [line[:6] for line in named[1:]] == ["  1 x ", "  1 x "]
     assert lines[at + 4] == "  and 1 other error(s)" and len(lines) == at + 5
+
+
+def test_a_backend_whose_wait_takes_no_timeout_still_runs_a_sweep_with_a_bar(tmp_path, capsys):
+    """A plug-in backend written before :meth:`Backend.wait` took a timeout (``wait(self)``) runs
+    a sweep with its progress bar (then drawn only when batches finish), storing what the
+    serial backend stores."""
+
+    class Untimed(Backend):
+        name = "untimed"
+        doc = "in this process, each batch when waited for, with a wait that takes no timeout"
+
+        def __init__(self) -> None:
+            self.workers = 1
+            self._queue: list = []
+
+        def submit(self, batch_id, tasks, with_jobs):
+            self._queue.append((batch_id, run_batch(tasks, with_jobs)))
+
+        def wait(self):  # type: ignore[override]  # (the old signature, on purpose)
+            done, self._queue = self._queue, []
+            return done
+
+        def pending(self):
+            return len(self._queue)
+
+    BACKENDS.register(Untimed)
+    try:
+        config = small_config("untimed", seeds=1)
+        outcome = run_sweep(config, tmp_path / "untimed", backend="untimed", progress=True)
+        assert (outcome.computed, outcome.failed) == (4, 0)
+        assert "4/4 [" in capsys.readouterr().err
+    finally:
+        BACKENDS.pop("untimed")
+    run_sweep(config, tmp_path / "serial", backend="serial", progress=False)
+    assert runs_frame(tmp_path / "untimed" / "untimed").equals(runs_frame(tmp_path / "serial" / "untimed"))
