@@ -9,6 +9,7 @@ the runner writes. On interruption it abandons the batches in flight and nothing
 
 from __future__ import annotations
 
+import inspect
 import math
 import statistics
 import time
@@ -40,8 +41,6 @@ BAR_REFRESH_SECONDS = 1.0
 def _takes_timeout(backend: Backend) -> bool:
     """Whether ``backend.wait`` takes a ``timeout``: a backend written before it did still runs
     (its bar is then drawn only when batches finish)."""
-    import inspect
-
     return "timeout" in inspect.signature(backend.wait).parameters
 
 

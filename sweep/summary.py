@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from .cells import Cell, flatten
@@ -40,8 +41,6 @@ def failure_lines(cells: Sequence[Cell], runs_folder: str) -> list[str]:
     :data:`FAILURES_SHOWN`, each cut to :data:`ERROR_WIDTH` characters); none if none failed.
     A sweep that ends with failed cells says why, so that nobody needs to open its Parquet to
     learn that a time limit or a malformed line stopped them."""
-    from collections import Counter
-
     table = read_table(runs_folder, columns=("cell_id", "status", "error"))
     if not table.num_rows:
         return []
