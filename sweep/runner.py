@@ -81,6 +81,7 @@ class CellRunner:
         self.with_jobs = with_jobs
         self.on_outcomes = on_outcomes
         self._backend: Backend | None = None
+        self._wait_takes_timeout = False  # (read off the backend's wait once, when it starts)
         self._queue: list[Task] = []
         self._durations: list[float] = []
         self._batch_id = 0
@@ -108,6 +109,7 @@ class CellRunner:
         if self._backend is None:
             before = time.perf_counter()
             self._backend = make_backend(self.backend_name, self.backend_options)
+            self._wait_takes_timeout = _takes_timeout(self._backend)
             self.startup_seconds += time.perf_counter() - before
             self.notes = list(self._backend.notes)
         return self._backend
@@ -135,7 +137,7 @@ class CellRunner:
             del self._queue[:size]
             self._batch_id += 1
         before = time.perf_counter()
-        finished = backend.wait(timeout=timeout) if timeout is not None and _takes_timeout(backend) else backend.wait()
+        finished = backend.wait(timeout=timeout) if timeout is not None and self._wait_takes_timeout else backend.wait()
         self.waited_seconds += time.perf_counter() - before
         done: list[Outcome] = []
         for _, outcomes in finished:
