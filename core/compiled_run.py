@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .platforms.base import BasePlatform
     from .policies.base import BasePolicy
 
-__all__ = ["why_not", "run_compiled", "run_path_line", "WHOLE_RUN"]
+__all__ = ["why_not", "run_compiled", "run_path_line", "takes_whole_run", "WHOLE_RUN"]
 
 _MODULE = "tiersweep.core.platforms._tiered_run"
 #: The compiled node index the run cimports: the run is taken only where both import.
@@ -101,6 +101,16 @@ def why_not(engine: WholeRunEngine) -> str | None:
     if not engine.jobs or any(job.state != 0 for job in itertools.islice(engine.jobs, 1)):
         return "nothing to run"
     return None
+
+
+def takes_whole_run(policy_name: str, platform_kind: str | None) -> bool:
+    """Whether runs of policy ``policy_name`` on a platform of kind ``platform_kind`` (None: the
+    default, ``nodes``) take the compiled whole run in this process, as far as a spec tells (a
+    run with an observer or recorded segments, or a plug-in's subclass, takes the Python loop):
+    what a sweep expects of a cell's cost before it runs."""
+    if why_python() is not None or _module() is None:
+        return False
+    return policy_name in _POLICIES and (platform_kind or "nodes") == "nodes"
 
 
 #: The path the latest run of this process took (see :func:`run_path_line`).

@@ -10,10 +10,20 @@ The expected cost of a cell is, in order of preference:
 
 1. the median wall time of stored runs of the same spec but for the seed (earlier replicates,
    or runs by earlier code, whose rows stay in the folder under other cell ids);
-2. otherwise ``jobs x policy.relative_cost x (0.5 + load)``, scaled to seconds by the median
-   ratio of wall time to this formula over the stored runs it could be matched with (without
-   any, the numbers are in unnamed units: good for ordering, and the ETA then calibrates
-   itself as cells finish, see :class:`Eta`).
+2. otherwise ``jobs x (per_job + per_process x processes per job) x (0.5 + load)``, scaled to
+   seconds by the median ratio of wall time to this formula over the stored runs it could be
+   matched with (without any, the numbers are in unnamed units: good for ordering, and the ETA
+   then calibrates itself as cells finish, see :class:`Eta`).
+
+``per_job`` and ``per_process`` are the policy's declared costs against EASY's per job
+(``relative_cost`` and ``process_cost``, or ``compiled_costs`` where the compiled whole run
+takes the policy's runs in this process, as this machine's build tells: there the
+consolidation policies cost about what EASY does per job, against ten times on the Python
+path). The processes per job are the mean size of the cell's jobs (evenly spaced lines of
+those of its trace it reads, or jobs drawn from its model on its machine;
+:data:`SIZE_SAMPLE_JOBS` at most): a model's sizes grow with the machine, and with them the
+work of the policies that place process by process, so a study over machine sizes would
+otherwise expect the same of 1,000 nodes and of 93,312.
 
 The expected cost also sets each cell's default time limit (:func:`cell_time_limits`), which
 errs long where the estimate is the formula's.
@@ -27,9 +37,16 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
+from ..core.compiled_run import takes_whole_run
+from ..core.errors import TiersweepError
 from ..core.policies import POLICIES
+from ..core.workloads.build import MODEL_DEFAULT_NODES
+from ..core.workloads.models import check_model, generate_checked
+from ..core.workloads.rules import jobs_from_records
+from ..core.workloads.swf import header_int, read_swf
 from .cells import Cell, flatten
 
 __all__ = [
@@ -43,6 +60,9 @@ __all__ = [
     "formula_cost",
     "point_key",
     "Eta",
+    "policy_costs",
+    "processes_per_job",
+    "SIZE_SAMPLE_JOBS",
     "CELL_TIMEOUT_FACTOR",
     "MIN_CELL_TIMEOUT",
 ]
@@ -64,7 +84,8 @@ def _trace_jobs(path: str | None) -> float:
 
 
 def formula_cost(spec: Mapping[str, Any]) -> float:
-    """``jobs x relative_cost x (0.5 + load)`` of a validated spec (unnamed units).
+    """``jobs x (per_job + per_process x processes per job) x (0.5 + load)`` of a validated spec
+    (unnamed units; see the module).
 
     Queues grow with the load, and with them the work per event of backfilling and
     consolidation; the linear term is a rough fit of the quickstart's wall times.
@@ -73,7 +94,122 @@ def formula_cost(spec: Mapping[str, Any]) -> float:
 
 
 #: The spec keys :func:`formula_cost` reads.
-_FORMULA_KEYS = ("workload.jobs", "workload.trace", "workload.load", "policy.name")
+_FORMULA_KEYS = (
+    "workload.jobs",
+    "workload.trace",
+    "workload.load",
+    "workload.model",
+    "workload.preset",
+    "workload.params",
+    "workload.max_size",
+    "workload.size_field",
+    "workload.lenient",
+    "platform.kind",
+    "platform.nodes",
+    "policy.name",
+)
+
+#: How many jobs :func:`processes_per_job` draws from a model, or evenly spaced lines it reads
+#: of a trace: sizes are heavy-tailed (the mean of 1,000 Lublin jobs on 10,000 nodes ranges
+#: over 39-170 from seed to seed, of 20,000 over 95-134, as the runs' own do), and 20,000 cost
+#: tens of milliseconds per grid point.
+SIZE_SAMPLE_JOBS = 20_000
+
+
+def policy_costs(name: Any, platform_kind: Any = None) -> tuple[float, float]:
+    """``(per job, per process)``: what policy ``name``'s runs on ``platform_kind`` are expected
+    to cost against EASY's per job, on the path they take in this process (see the module);
+    ``(1, 0)`` for a name no policy has."""
+    cls = POLICIES[name] if isinstance(name, str) and name in POLICIES else None
+    if cls is None:
+        return 1.0, 0.0
+    compiled = getattr(cls, "compiled_costs", None)
+    kind = platform_kind if isinstance(platform_kind, str) else None
+    if compiled is not None and takes_whole_run(name, kind):
+        return float(compiled[0]), float(compiled[1])
+    return float(getattr(cls, "relative_cost", 1.0)), float(getattr(cls, "process_cost", 0.0))
+
+
+def _given(value: Any) -> Any:
+    """A spec value as a flattened spec or a stored row holds it; None where missing (a NaN)."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _count(value: Any) -> int | None:
+    """A positive whole number, or None."""
+    value = _given(value)
+    return int(value) if isinstance(value, (int, float)) and value >= 1 else None
+
+
+def processes_per_job(flat: Mapping[str, Any]) -> float:
+    """The mean job size of the workload of a flattened spec or stored row, as its runs read the
+    sizes: of evenly spaced lines of those it reads of its trace, or of jobs drawn from its model
+    on its machine (:data:`SIZE_SAMPLE_JOBS` at most); 1 where they cannot be had (a missing
+    trace, a bad parameter: the run itself will say what is wrong)."""
+    params = _given(flat.get("workload.params"))
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return 1.0
+    jobs = _count(flat.get("workload.jobs"))
+    key = (
+        _given(flat.get("workload.trace")),
+        _given(flat.get("workload.model")),
+        _given(flat.get("workload.preset")),
+        json.dumps(params or {}, sort_keys=True),
+        _count(flat.get("workload.max_size")),
+        _given(flat.get("workload.size_field")) or "requested",
+        bool(_given(flat.get("workload.lenient"))),
+        _count(flat.get("platform.nodes")),
+        jobs,
+    )
+    return _sampled_processes_per_job(*key)
+
+
+@lru_cache(maxsize=4)
+def _parsed_trace(path: str, lenient: bool, stamp: tuple[int, int]) -> Any:
+    """The parsed log at ``path`` (``stamp``: its modification time and size, so that a file
+    written again is read again): the cells of one trace differ in jobs and machine. Cleared by
+    :func:`estimate_cells` once it is done (a large log's table is tens of megabytes)."""
+    return read_swf(path, lenient=lenient)
+
+
+@lru_cache(maxsize=256)
+def _sampled_processes_per_job(
+    trace: str | None,
+    model: str | None,
+    preset: Any,
+    params: str,
+    max_size: int | None,
+    size_field: str,
+    lenient: bool,
+    nodes: int | None,
+    jobs: int | None,
+) -> float:
+    try:
+        if trace is not None:
+            # The jobs the cell reads (a log's first thousand jobs can be of another size than
+            # the rest: CEA-Curie's average 298 processes, its whole log 696).
+            # Evenly spaced lines of them stand for the rest (a machine-size study of one log
+            # estimates each of its sizes in milliseconds, not in a pass over every job).
+            status = os.stat(trace)
+            log = _parsed_trace(trace, lenient, (status.st_mtime_ns, status.st_size))
+            records = log.records[:jobs] if jobs else log.records
+            records = records[:: max(1, len(records) // SIZE_SAMPLE_JOBS)]
+            jobs = None
+            nodes = nodes or header_int(log.header, "MaxProcs", "MaxNodes")
+        elif model is not None:
+            nodes = nodes or MODEL_DEFAULT_NODES
+            jobs = min(jobs or SIZE_SAMPLE_JOBS, SIZE_SAMPLE_JOBS)
+            checked = check_model(model, preset, json.loads(params), machine_size=nodes, max_size=max_size)
+            records = generate_checked(checked, jobs, seed=0).records
+        else:
+            return 1.0
+        sample, _ = jobs_from_records(records, capacity=nodes, jobs=jobs, size_field=size_field)
+    except (TiersweepError, ValueError, TypeError, OSError):
+        return 1.0  # (an estimate never stops a sweep: the cell's own run says what is wrong)
+    return sum(job.size for job in sample) / len(sample) if sample else 1.0
 
 
 def _formula(flat: Mapping[str, Any]) -> float:
@@ -86,8 +222,8 @@ def _formula(flat: Mapping[str, Any]) -> float:
     )
     load = flat.get("workload.load")
     load = float(load) if isinstance(load, (int, float)) and math.isfinite(load) else 1.0
-    name = flat.get("policy.name")
-    weight = float(getattr(POLICIES[name], "relative_cost", 1.0)) if name in POLICIES else 1.0
+    per_job, per_process = policy_costs(flat.get("policy.name"), _given(flat.get("platform.kind")))
+    weight = per_job + (per_process * processes_per_job(flat) if per_process else 0.0)
     return jobs * weight * (0.5 + max(load, 0.0))
 
 
@@ -153,6 +289,13 @@ def estimate_cells(cells: Sequence[Cell], stored: Any = None) -> CellEstimate:
     """The expected cost of each cell, whether each is measured, and its formula (see
     :func:`expected_costs` for ``stored``): one pass over the stored runs serves both the
     order of the cells and their time limits (:func:`cell_time_limits`)."""
+    try:
+        return _estimate_cells(cells, stored)
+    finally:
+        _parsed_trace.cache_clear()
+
+
+def _estimate_cells(cells: Sequence[Cell], stored: Any) -> CellEstimate:
     flats = _flats(cells)
     formula = [_formula(flat) for flat in flats]
     none_measured = [False] * len(cells)

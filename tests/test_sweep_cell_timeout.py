@@ -17,6 +17,7 @@ from sweep_helpers import write_yaml
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
 from tiersweep.sweep import estimate
+from tiersweep.sweep.cells import flatten
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.estimate import (
@@ -26,6 +27,8 @@ from tiersweep.sweep.estimate import (
     estimate_cells,
     estimate_costs,
     formula_cost,
+    policy_costs,
+    processes_per_job,
 )
 from tiersweep.sweep.store import read_table
 from tiersweep.sweep.time_limit import CellTimeout, time_limit
@@ -102,8 +105,11 @@ def test_default_limits_are_twenty_times_the_expected_seconds_and_at_least_a_min
     assert default_time_limits([1.0, 10.0, 100.0], True) == [MIN_CELL_TIMEOUT, 200.0, 2000.0]
     # Uncalibrated costs are unnamed units, taken at a pessimistic 1 ms each.
     assert default_time_limits([1_000.0, 100_000.0], False) == [MIN_CELL_TIMEOUT, 2000.0]
-    costs, in_seconds = estimate_costs(expand(parse_sweep_config(_raw())))
-    assert not in_seconds and costs == [30 * 1.0 * 1.4, 300_000 * 10.0 * 1.4]
+    cells = expand(parse_sweep_config(_raw()))
+    costs, in_seconds = estimate_costs(cells)
+    (amcbf_job, amcbf_process), sizes = policy_costs("amcbf"), processes_per_job(flatten(cells[1].spec))
+    assert policy_costs("easy") == (1.0, 0.0)
+    assert not in_seconds and costs == [30 * 1.0 * 1.4, 300_000 * (amcbf_job + amcbf_process * sizes) * 1.4]
 
 
 def test_a_cell_whose_replicates_are_not_stored_keeps_a_limit_its_formula_allows(tmp_path, monkeypatch):
@@ -121,7 +127,10 @@ def test_a_cell_whose_replicates_are_not_stored_keeps_a_limit_its_formula_allows
     assert stored["platform.nodes"].tolist() == [16]
     large = expand(config)[1]
     costs, in_seconds = estimate_costs([large], stored)
-    assert in_seconds and costs[0] == pytest.approx(stored["wall_seconds"].iloc[0])  # (calibrated on the small one)
+    # Calibrated on the small one, and scaled by the processes of the large one's jobs.
+    small_wall = stored["wall_seconds"].iloc[0]
+    scale = formula_cost(large.spec) / formula_cost(expand(config)[0].spec)
+    assert scale > 5 and in_seconds and costs[0] == pytest.approx(small_wall * scale)
     [limit] = cell_time_limits(estimate_cells([large], stored))
     assert limit >= estimate.CELL_TIMEOUT_FACTOR * formula_cost(large.spec) * estimate.UNCALIBRATED_SECONDS_PER_UNIT
     # (Twenty times the small cell's time, the limit it had, stopped it after about a second.)

@@ -8,16 +8,31 @@ finished stood at ``0/2 [00:00, ? left]`` for the whole of a cluster-scale cell.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pandas as pd
 import pytest
 
+from conftest import trace_path
 from sweep_helpers import small_config
+from tiersweep.core.compiled_path import PURE_PYTHON_ENV
+from tiersweep.core.simulate import assemble
+from tiersweep.core.spec import plan_run
+from tiersweep.sweep.cells import flatten
 from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
-from tiersweep.sweep.estimate import Eta, columns_read, expected_costs, formula_cost
+from tiersweep.sweep.estimate import (
+    Eta,
+    columns_read,
+    expected_costs,
+    formula_cost,
+    policy_costs,
+    processes_per_job,
+)
 from tiersweep.sweep.store import read_table
+
+CURIE = "CEA-Curie-2011-2.1-cln.swf.gz"
 
 
 def _computed_order(root) -> list[tuple[str, float]]:
@@ -80,9 +95,13 @@ def test_points_never_run_are_scaled_to_seconds_by_those_that_were(tmp_path):
     new = expand(small_config(grid={"policy.name": ["easy", "amcbf"], "workload.load": [0.9]}, seeds=1))
     costs = expected_costs(new, stored)
     assert costs == [formula_cost(c.spec) * scale for c in new]
-    # amcbf's relative cost against easy's (both scaled by one measured factor, so the ratio is
-    # 10 up to the rounding of that factor's products)
-    assert costs[1] / costs[0] == pytest.approx(10.0, rel=1e-12)
+    # amcbf's cost against easy's is their policies' declared costs per job and per process
+    # (both scaled by one measured factor, so the ratio holds up to the rounding of its products)
+    (easy_job, easy_process), (amcbf_job, amcbf_process) = (policy_costs(name) for name in ("easy", "amcbf"))
+    sizes = processes_per_job(flatten(new[1].spec))
+    assert easy_process == 0.0 and sizes > 1.0
+    ratio = (amcbf_job + amcbf_process * sizes) / easy_job
+    assert costs[1] / costs[0] == pytest.approx(ratio, rel=1e-12)
 
 
 def test_the_estimate_reads_a_few_columns_of_the_store_and_gets_the_same_costs(tmp_path):
@@ -152,3 +171,88 @@ def test_the_bar_keeps_time_while_a_long_cell_runs(tmp_path, capsys, monkeypatch
     assert len(waiting) >= 3, f"the bar was drawn {len(waiting)} time(s) before the cell finished: {drawn!r}"
     assert max(60 * int(m) + int(s) for m, s in waiting) >= 1, drawn
     assert "1/1 [" in drawn
+
+
+def _measured_against_expected(raw: dict, tmp_path, attempts: int = 2) -> dict[tuple, float]:
+    """Run the cells of ``raw`` serially (best of ``attempts``); per grid point, measured wall
+    time over expected cost (unnamed units: only the spread between points means anything)."""
+    config = parse_sweep_config(raw)
+    cells = expand(config)
+    walls: dict[str, float] = {}
+    for attempt in range(attempts):
+        run_sweep(config, tmp_path / str(attempt), backend="serial", progress=False)
+        rows = read_table(tmp_path / str(attempt) / config.name / "runs").to_pandas()
+        assert (rows["status"] == "ok").all()
+        for cell_id, wall in zip(rows["cell_id"], rows["wall_seconds"]):
+            walls[cell_id] = min(walls.get(cell_id, float("inf")), float(wall))
+    axes = list(raw["grid"])
+    return {
+        tuple(flatten(cell.spec)[axis] for axis in axes): walls[cell.cell_id] / cost
+        for cell, cost in zip(cells, expected_costs(cells))
+    }
+
+
+def _spread(ratios: dict[tuple, float]) -> float:
+    return max(ratios.values()) / min(ratios.values())
+
+
+def test_expected_costs_weigh_the_policies_as_the_path_in_use_runs_them(tmp_path):
+    # The quickstart's cells: on the compiled path AMBF and AMCBF take about what EASY and FCFS
+    # take (0.4-0.6 s each), but were expected to take ten times as long; the bar's time left,
+    # read once the consolidation cells (submitted first) had finished, said 9 % of the work
+    # was left when half of it was.
+    base = {"workload": {"model": "feitelson96", "jobs": 5000}, "platform": {"nodes": 320, "tiers": 2}}
+    raw = {"name": "policies", "base": base, "grid": {"policy.name": ["fcfs", "easy", "ambf", "amcbf"]}}
+    ratios = _measured_against_expected(raw, tmp_path)
+    assert _spread(ratios) < 4.0, ratios
+
+
+def test_expected_costs_grow_with_the_processes_a_machine_size_gives_the_jobs(tmp_path):
+    # A machine-size study: Lublin's job sizes grow with the machine, and with them the work of
+    # the policies that place process by process (AMCBF here), not EASY's. The cost counted
+    # jobs only: the same for 1,000 and 93,312 nodes, where AMCBF's cell took some 10-20 times
+    # as long on the larger machine.
+    base = {"workload": {"model": "lublin03", "jobs": 1000, "load": 0.8}, "platform": {"tiers": 2}}
+    grid = {"platform.nodes": [1000, 93_312], "policy.name": ["easy", "amcbf"]}
+    raw = {"name": "machines", "base": base, "grid": grid}
+    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+        raw["base"]["workload"]["jobs"] = 200  # (the Python reference takes 5 ms per job there)
+    ratios = _measured_against_expected(raw, tmp_path)
+    for policy in ("easy", "amcbf"):
+        small, large = ratios[1000, policy], ratios[93_312, policy]
+        assert 0.25 < large / small < 4.0, ratios
+
+
+@pytest.mark.slow
+def test_expected_costs_weigh_the_policies_on_a_large_real_log(tmp_path):
+    # The shipped cluster-scale study's policies on its log (configs/curie_consolidation.yaml,
+    # first 50,000 CEA-Curie jobs on 93,312 nodes x 2: compiled, EASY about 2 s, KEASY 18,
+    # AMCBF 29). Its jobs are far wider than Lublin's but restarted far less often: a cost per
+    # process fitted to Lublin's machine-size runs alone expected AMCBF to take 14 times too long.
+    base = {"workload": {"trace": str(trace_path(CURIE)), "jobs": 50_000}, "platform": {"tiers": 2}}
+    raw = {"name": "curie", "base": base, "grid": {"policy.name": ["easy", "keasy", "amcbf"]}}
+    ratios = _measured_against_expected(raw, tmp_path, attempts=1)
+    assert _spread(ratios) < 4.0, ratios
+
+
+@pytest.mark.parametrize(
+    "workload, nodes",
+    [({"trace": "KTH-SP2-1996-2.1-cln.swf.gz"}, None), ({"model": "lublin03", "jobs": 20_000}, 10_000)],
+)
+def test_the_processes_per_job_expected_are_those_the_run_reads(workload, nodes):
+    if "trace" in workload:
+        workload = {**workload, "trace": str(trace_path(workload["trace"]))}
+    spec = {"workload": workload, "platform": {"tiers": 2, "nodes": nodes}, "policy": {"name": "amcbf"}}
+    # (A model's sizes are heavy-tailed: the mean of 20,000 Lublin jobs varies by some 20 % from
+    # seed to seed, so the runs of three seeds are the reference.)
+    cells = expand(parse_sweep_config({"name": "sizes", "base": spec, "seeds": [1, 2, 3]}))
+    jobs = [job for cell in cells for job in assemble(plan_run(cell.spec)).workload.jobs]
+    read = sum(job.size for job in jobs) / len(jobs)
+    assert processes_per_job(flatten(cells[0].spec)) == pytest.approx(read, rel=0.25)
+
+
+def test_an_estimate_of_a_workload_that_cannot_be_read_is_one_process_per_job(tmp_path):
+    # (The cell's own run says what is wrong; an estimate never stops a sweep.)
+    missing = {"workload.trace": str(tmp_path / "gone.swf"), "workload.jobs": 100}
+    assert processes_per_job(missing) == 1.0
+    assert processes_per_job({"workload.model": "lublin03", "workload.params": '{"no_such": 1}'}) == 1.0

@@ -61,9 +61,17 @@ class BasePolicy(ABC):
     params: ClassVar[Mapping[str, Param]] = {}
     #: The platform capabilities this policy needs (see :mod:`tiersweep.core.capabilities`).
     requires: ClassVar[frozenset[str]] = frozenset()
-    #: Rough simulation time per job against EASY's (1). Sweeps only use it to start the
-    #: costliest cells first and to estimate the time left; it never changes a result.
+    #: Rough simulation time per job against EASY's per job (1), on the Python path. Sweeps
+    #: only use the costs to start the costliest cells first, to estimate the time left and to
+    #: set default time limits; they never change a result.
     relative_cost: ClassVar[float] = 1.0
+    #: Rough simulation time per process of a job, in the same units, on the Python path: the
+    #: part of the work that grows with the jobs' sizes (placing, rating and releasing process
+    #: by process), 0 for a policy whose work per job does not.
+    process_cost: ClassVar[float] = 0.0
+    #: ``(relative_cost, process_cost)`` where the compiled whole run takes this policy's runs
+    #: (see :func:`~tiersweep.core.compiled_run.takes_whole_run`); None: as on the Python path.
+    compiled_costs: ClassVar[tuple[float, float] | None] = None
 
     def setup(self, sim: Simulation) -> None:
         """Called once before the run starts."""
