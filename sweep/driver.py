@@ -13,7 +13,7 @@ from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
-from .estimate import Eta, cell_time_limits, columns_read, estimate_cells
+from .estimate import Eta, cell_points, cell_time_limits, columns_read, estimate_cells
 from .folder_lock import FolderLock
 from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
@@ -150,7 +150,9 @@ def run_sweep(
         todo = [todo[i] for i in order]
         limits = [limits[i] for i in order]
         cost_of = {todo[k].cell_id: costs[i] for k, i in enumerate(order)}
-        eta = Eta(costs)  # (restarted once the backend is up: its start-up is not work)
+        point_of = dict(zip((cell.cell_id for cell in todo), cell_points(todo)))
+        # (Restarted once the backend is up: its start-up is not work.)
+        eta = Eta([cost_of[cell.cell_id] for cell in todo], points=list(point_of.values()))
         again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
         if todo and lock.read_only:
             raise TiersweepError(
@@ -166,7 +168,9 @@ def run_sweep(
             nonlocal failures
             failures += sum(o.status != "ok" for o in outcomes)
             for outcome in outcomes:
-                eta.finished(cost_of.get(outcome.cell_id, 0.0))
+                # (A failed cell's time says nothing of its point's other seeds.)
+                wall = outcome.row.get("wall_seconds") if outcome.status == "ok" else None
+                eta.finished(cost_of.get(outcome.cell_id, 0.0), point=point_of.get(outcome.cell_id), wall=wall)
             if bar is not None:
                 bar.set_postfix_str(f"{eta.text()} left, failed={failures}", refresh=False)
                 bar.update(len(outcomes))

@@ -36,7 +36,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -60,6 +60,7 @@ __all__ = [
     "formula_cost",
     "point_key",
     "Eta",
+    "cell_points",
     "policy_costs",
     "processes_per_job",
     "SIZE_SAMPLE_JOBS",
@@ -249,6 +250,12 @@ def _flats(cells: Sequence[Cell]) -> list[dict[str, Any]]:
     return [{k: v for k, v in flatten(c.spec).items() if k != "seed"} for c in cells]
 
 
+def cell_points(cells: Sequence[Cell]) -> list[str]:
+    """Each cell's point: its spec but for the seed, as a text (the cells of one point are
+    replicates, expected to take the same time; see :class:`Eta`)."""
+    return [json.dumps(flat, sort_keys=True, default=str) for flat in _flats(cells)]
+
+
 def columns_read(cells: Sequence[Cell]) -> set[str]:
     """The stored-run columns :func:`expected_costs` reads for ``cells`` (all a driver needs
     to load of a large folder)."""
@@ -368,35 +375,71 @@ def cell_time_limits(estimate: CellEstimate) -> list[float]:
 class Eta:
     """The time left of a run whose tasks have expected costs, calibrated as tasks finish.
 
-    ``remaining = (expected cost left) x (elapsed / expected cost finished)``: with costs
-    proportional to the true times, this is right however unequal the tasks are, where an
-    ETA from task counts is not. Before the first task finishes there is no estimate.
+    ``remaining = (expected wall time left) x (elapsed / wall time finished)``, where a task's
+    expected wall time is what the finished tasks of its point took (its other seeds), else its
+    expected cost at the ratio of wall time to expected cost of all finished tasks. With costs
+    proportional to the true times this is ``(expected cost left) x (elapsed / expected cost
+    finished)``: right however unequal the tasks are, where an ETA from task counts is not. The
+    points correct what the costs get wrong once a point's first seed is in (a cost formula is
+    a compromise between workloads), and the ratio of elapsed to wall time is the workers'
+    parallelism. Before the first task finishes there is no estimate.
 
     Args:
         costs: Expected cost of every task (any unit).
         clock: Seconds since an arbitrary origin (a parameter for tests).
+        points: The point of every task (any hashable; tasks of one point are expected to take
+            the same time), or None (no task stands for another).
     """
 
-    def __init__(self, costs: Sequence[float], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        costs: Sequence[float],
+        clock: Callable[[], float] = time.monotonic,
+        points: Sequence[Hashable] | None = None,
+    ) -> None:
         self.total = float(sum(costs))
         self.done = 0.0
+        self._walls = 0.0  # the finished tasks' wall times (their costs where none is given)
         self._clock = clock
         self._started = clock()
+        # Per point: the tasks left and their expected cost; the wall times of those finished.
+        self._left: dict[Hashable, list[float]] = {}
+        self._measured: dict[Hashable, list[float]] = {}
+        for point, cost in zip(points or (), costs):
+            left = self._left.setdefault(point, [0.0, 0.0])
+            left[0] += 1
+            left[1] += float(cost)
 
     def restart(self) -> None:
         """Count elapsed time from now (the work starts now)."""
         self._started = self._clock()
 
-    def finished(self, cost: float) -> None:
-        """A task of expected cost ``cost`` has finished."""
+    def finished(self, cost: float, *, point: Hashable = None, wall: float | None = None) -> None:
+        """A task of expected cost ``cost`` has finished (of ``point``, taking ``wall`` seconds of
+        its own, when known)."""
         self.done += float(cost)
+        self._walls += float(cost) if wall is None else float(wall)
+        left = self._left.get(point)
+        if left is not None:
+            left[0] -= 1
+            left[1] -= float(cost)
+            if wall is not None:
+                measured = self._measured.setdefault(point, [0.0, 0.0])
+                measured[0] += 1
+                measured[1] += float(wall)
 
     def remaining_seconds(self) -> float | None:
         """Seconds left, or None before anything finished."""
-        if self.done <= 0:
+        if self.done <= 0 or self._walls <= 0:
             return None
         elapsed = self._clock() - self._started
-        return max(0.0, (self.total - self.done) * elapsed / self.done)
+        per_cost = self._walls / self.done
+        left = (self.total - self.done) * per_cost  # (as if no point were measured)
+        for point, measured in self._measured.items():
+            count, cost = self._left[point]
+            if count > 0:
+                left += count * measured[1] / measured[0] - cost * per_cost
+        return max(0.0, left * elapsed / self._walls)
 
     def text(self) -> str:
         """The time left for a progress bar: ``?``, ``45s``, ``3m05s`` or ``1h02m``."""

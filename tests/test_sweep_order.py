@@ -24,6 +24,7 @@ from tiersweep.sweep.config import expand, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
 from tiersweep.sweep.estimate import (
     Eta,
+    cell_points,
     columns_read,
     expected_costs,
     formula_cost,
@@ -134,6 +135,50 @@ def test_the_eta_weighs_cells_by_expected_cost():
     eta.finished(1)
     eta.finished(1)
     assert eta.remaining_seconds() == 0.0
+
+
+def test_the_eta_expects_a_point_s_other_seeds_to_take_what_its_first_took():
+    # Two points of three seeds, each cell expected to cost 1. Point A's cells take 1 s, point
+    # B's 5 s (the formula is a compromise: CEA-Curie's AMCBF and KEASY cells were off by 2x
+    # against each other). Serially, after A's three and B's first (8 s), 10 s are left; from
+    # the expected costs alone the time left was 2 x 8 / 4 = 4 s until the sweep's end.
+    now = [0.0]
+    eta = Eta([1.0] * 6, clock=lambda: now[0], points=["A"] * 3 + ["B"] * 3)
+    for _ in range(3):
+        now[0] += 1.0
+        eta.finished(1.0, point="A", wall=1.0)
+    assert eta.remaining_seconds() == pytest.approx(3.0)  # (B's cells not yet measured: as A's)
+    now[0] += 5.0
+    eta.finished(1.0, point="B", wall=5.0)
+    assert eta.remaining_seconds() == pytest.approx(10.0)
+    # Two workers: the sweep's time passes at half the cells' wall time, and so does the time left.
+    now = [0.0]
+    eta = Eta([1.0] * 4, clock=lambda: now[0], points=["A", "A", "B", "B"])
+    now[0] = 2.5
+    eta.finished(1.0, point="A", wall=5.0)
+    eta.finished(1.0, point="B", wall=1.0)
+    assert eta.remaining_seconds() == pytest.approx((5.0 + 1.0) * 2.5 / 6.0)
+    eta.finished(1.0, point="A", wall=5.0)
+    eta.finished(1.0, point="B", wall=1.0)
+    assert eta.remaining_seconds() == 0.0
+
+
+def test_the_sweep_tells_its_eta_each_cell_s_point_and_wall_time(tmp_path, monkeypatch):
+    calls = []
+
+    class Recording(Eta):
+        def finished(self, cost, *, point=None, wall=None):
+            calls.append((point, wall))
+            super().finished(cost, point=point, wall=wall)
+
+    monkeypatch.setattr("tiersweep.sweep.driver.Eta", Recording)
+    config = small_config(seeds=2)
+    run_sweep(config, tmp_path, backend="serial", progress=False)
+    rows = read_table(tmp_path / "small" / "runs").to_pandas()
+    assert sorted(wall for _, wall in calls) == sorted(rows["wall_seconds"])
+    # Two seeds of each point: each point twice, and the points are the grid's.
+    points = [point for point, _ in calls]
+    assert sorted(points) == sorted(cell_points(expand(config))) and len(set(points)) == len(rows) / 2
 
 
 def test_the_eta_starts_when_the_work_does():
