@@ -62,19 +62,28 @@ def _module():  # noqa: ANN202 (a module or None)
         return None
 
 
-def why_not(engine: WholeRunEngine) -> str | None:
-    """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
+def _why_not_by_name(policy_name: str, platform_kind: str) -> str | None:
+    """What of the build, the policy's name and the platform's kind keeps a run off the
+    compiled whole run, or None: all that a spec tells before anything is built."""
     reason = why_python()
     if reason is not None:
         return reason
     if _module() is None:
         return "the compiled whole run is not built"
+    if policy_name not in _POLICIES:
+        return f"the compiled whole run does not cover policy {policy_name!r}"
+    if platform_kind != "nodes":
+        return _PLATFORM
+    return None
+
+
+def why_not(engine: WholeRunEngine) -> str | None:
+    """Why ``engine`` cannot take the compiled whole run (the Python loop runs it), or None."""
     platform, policy = engine.platform, engine.policy
     # By name first: a run imports the modules of its own policy and platform only.
-    if policy.name not in _POLICIES:
-        return f"the compiled whole run does not cover policy {policy.name!r}"
-    if platform.kind != "nodes":
-        return _PLATFORM
+    reason = _why_not_by_name(policy.name, platform.kind)
+    if reason is not None:
+        return reason
     from .platforms.nodes import Nodes
     from .policies.consolidation import Ambf, Amcbf, Cmbf, Cmcbf, Consolidation, NodeVms, Smcbf
     from .policies.two_tier_easy import Keasy, Reasy, TieredVms, TwoTierEasy
@@ -108,9 +117,7 @@ def takes_whole_run(policy_name: str, platform_kind: str | None) -> bool:
     default, ``nodes``) take the compiled whole run in this process, as far as a spec tells (a
     run with an observer or recorded segments, or a plug-in's subclass, takes the Python loop):
     what a sweep expects of a cell's cost before it runs."""
-    if why_python() is not None or _module() is None:
-        return False
-    return policy_name in _POLICIES and (platform_kind or "nodes") == "nodes"
+    return _why_not_by_name(policy_name, platform_kind or "nodes") is None
 
 
 #: The path the latest run of this process took (see :func:`run_path_line`).

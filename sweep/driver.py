@@ -150,9 +150,10 @@ def run_sweep(
         todo = [todo[i] for i in order]
         limits = [limits[i] for i in order]
         cost_of = {todo[k].cell_id: costs[i] for k, i in enumerate(order)}
-        point_of = dict(zip((cell.cell_id for cell in todo), cell_points(todo)))
+        points = cell_points(todo)
+        point_of = {cell.cell_id: point for cell, point in zip(todo, points)}
         # (Restarted once the backend is up: its start-up is not work.)
-        eta = Eta([cost_of[cell.cell_id] for cell in todo], points=list(point_of.values()))
+        eta = Eta([cost_of[cell.cell_id] for cell in todo], points=points)
         again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
         if todo and lock.read_only:
             raise TiersweepError(

@@ -215,23 +215,18 @@ def _sampled_processes_per_job(
 
 def _formula(flat: Mapping[str, Any]) -> float:
     """:func:`formula_cost` of a flattened spec or a stored row (dotted keys)."""
-    jobs = flat.get("workload.jobs")
-    jobs = (
-        float(jobs)
-        if isinstance(jobs, (int, float)) and jobs == jobs and jobs > 0
-        else _trace_jobs(flat.get("workload.trace"))
-    )
+    jobs = _count(flat.get("workload.jobs")) or _trace_jobs(flat.get("workload.trace"))
     load = flat.get("workload.load")
     load = float(load) if isinstance(load, (int, float)) and math.isfinite(load) else 1.0
     per_job, per_process = policy_costs(flat.get("policy.name"), _given(flat.get("platform.kind")))
     weight = per_job + (per_process * processes_per_job(flat) if per_process else 0.0)
-    return jobs * weight * (0.5 + max(load, 0.0))
+    return float(jobs) * weight * (0.5 + max(load, 0.0))
 
 
 def _text(value: Any) -> str:
     """A spec value as a comparable text: numbers as stored, lists and mappings as sorted
     JSON (how the store keeps them), missing as empty."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _given(value) is None:
         return ""
     if isinstance(value, (list, dict)):
         return json.dumps(value, sort_keys=True)

@@ -169,9 +169,6 @@ class TwoTierEasy(Easy):
     requires = frozenset({NODE_VMS, MOVES, TIERS})
     #: Measured 6-11x EASY on 20,000 CTC-SP2 and FWorkload jobs on 320 nodes x 2 tiers.
     relative_cost = 8.0
-    #: (Per process: KEASY's and REASY's below, against EASY's per job, between their figures on
-    #: 20,000 Lublin jobs on 93,312 nodes at load 0.8 and on the first 50,000 CEA-Curie jobs,
-    #: as for the consolidation policies; compiled, about EASY's cost per job on 320 nodes.)
     #: Whether a background job that must run in the foreground elsewhere is killed (KEASY)
     #: rather than left pinned to its nodes (REASY).
     may_kill: ClassVar[bool] = False
@@ -338,7 +335,9 @@ class Keasy(TwoTierEasy):
 
     name = "keasy"
     may_kill = True
-    #: (Compiled: 0.027 on Lublin's jobs, 0.004 on CEA-Curie.)
+    #: Per process against EASY's per job, compiled: 0.027 on 20,000 Lublin jobs on 93,312 nodes
+    #: at load 0.8, 0.004 on the first 50,000 CEA-Curie jobs; these figures lie between, as the
+    #: consolidation policies' do. Per job, compiled: about EASY's on 320 nodes.
     process_cost = 0.1
     compiled_costs = (1.1, 0.008)
 
@@ -349,6 +348,6 @@ class Reasy(TwoTierEasy):
 
     name = "reasy"
     may_kill = False
-    #: (Compiled: 0.065 on Lublin's jobs, 0.005 on CEA-Curie.)
+    #: Per process, compiled: 0.065 on the same Lublin jobs, 0.005 on CEA-Curie (as KEASY's).
     process_cost = 0.17
     compiled_costs = (1.0, 0.012)
