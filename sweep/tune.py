@@ -389,9 +389,16 @@ def _run_study(
         target = min(target, _grid_size(config))
     distributions = {p.key: p.distribution() for p in config.params}
     defaults = _defaults(config)
-    if not study.trials and _in_space(config, defaults) and config.sampler != "grid":
+    enqueued = not study.trials and _in_space(config, defaults) and config.sampler != "grid"
+    if enqueued:
         study.enqueue_trial(defaults)  # the paper's values are always one of the trials (a grid covers them)
     state = _Trials(config, known, None)
+    # The default-parameter baseline's cells run first, beside the first trials: run after the
+    # last trial, they were a tail of their own (at cluster scale, minutes) with workers idle and
+    # the bar reading complete. Unless trial 0 computes them, they count as one more unit of the bar.
+    baseline_cells = state.cells(defaults)
+    baseline_ids = {c.cell_id for c in baseline_cells}
+    own_baseline = not enqueued and not baseline_ids <= known.keys()
     runner = CellRunner(store, config.name, backend=backend, backend_options=backend_options, on_outcomes=state.record)
     # Trials left running by an interrupted run are evaluated now, under their own numbers;
     # only those whose tuner is gone (another live tuner is still running its own). The
@@ -478,13 +485,35 @@ def _run_study(
             study.tell(trial, values if len(values) > 1 else values[0])
         told()
 
+    def baseline_drawn() -> None:
+        """Say on the bar how far the baseline's own cells are, and count it once they are in."""
+        nonlocal own_baseline
+        if bar is None or not own_baseline:
+            return
+        left = len(baseline_ids - state.known.keys())
+        if left:
+            bar.set_postfix_str(f"baseline: {len(baseline_ids) - left}/{len(baseline_ids)} cells", refresh=False)
+            return
+        own_baseline = False
+        bar.set_postfix_str("", refresh=False)
+        bar.update(1)
+
     parallel = config.parallel
-    if progress and target > done:
+    if progress and (target > done or own_baseline):
         from tqdm import tqdm
 
-        bar = tqdm(total=target, initial=min(done, target), unit="trial", desc="trials", dynamic_ncols=True)
+        bar = tqdm(
+            total=target + own_baseline,
+            initial=min(done, target),
+            unit="trial",
+            desc="trials + baseline" if own_baseline else "trials",
+            dynamic_ncols=True,
+        )
+        baseline_drawn()
     try:
         with runner:
+            runner.submit([c for c in baseline_cells if c.cell_id not in state.known])
+            state.submitted |= baseline_ids - state.known.keys()
             workers = runner.workers if backend != "serial" else 1
             limit = parallel or workers
             if config.pruner != "none":
@@ -505,12 +534,10 @@ def _run_study(
                     advance(evaluation)
                 if state.pending and runner.busy:
                     runner.step_drawing(bar)
-            baseline_cells = state.cells(defaults)
-            runner.submit(
-                [c for c in baseline_cells if c.cell_id not in state.known and c.cell_id not in state.submitted]
-            )
+                    baseline_drawn()
             while runner.busy:
                 runner.step_drawing(bar)
+                baseline_drawn()
     finally:
         if bar is not None:
             bar.close()

@@ -621,3 +621,26 @@ def test_the_trials_bar_keeps_time_while_a_long_cell_runs(tmp_path, capsys, monk
     waiting = re.findall(r"0/1 \[(\d\d):(\d\d)", drawn)
     assert len(waiting) >= 3, f"the bar was drawn {len(waiting)} time(s) before the trial finished: {drawn!r}"
     assert max(60 * int(m) + int(s) for m, s in waiting) >= 1, drawn
+
+
+def test_the_trials_bar_is_complete_only_once_the_baseline_has_run(tmp_path, capsys, monkeypatch):
+    """The default parameters lie outside the space here (SMCBF's XFactor is adaptive by
+    default), so the baseline runs cells of its own. The bar must not read complete while they
+    run: at cluster scale they take minutes, and the bar stood at N/N, its clock going on, with
+    nothing saying what ran. Every drawing at the bar's total comes within a second of the end."""
+    monkeypatch.setattr("tiersweep.sweep.runner.BAR_REFRESH_SECONDS", 0.2)
+    raw = tiny_raw(seeds=2, trials=1, params={"policy.xfactor_threshold": {"low": 1.0, "high": 200.0, "log": True}})
+    # Cells of a second or more in a worker process (two of the baseline's, one after the other).
+    raw["base"]["workload"] = {"model": "lublin03", "jobs": 4000, "load": 0.8}
+    raw["base"]["platform"] = {"nodes": 93312, "tiers": 2}
+    raw["base"]["policy"] = {"name": "smcbf"}
+    capsys.readouterr()
+    outcome = run_tuning(parse_tune_config(raw), tmp_path, backend="process", backend_options={"workers": 1})
+    assert outcome.baseline["mean_bsld"][0] > 0
+    drawn = capsys.readouterr().err
+    drawings = re.findall(r"(\d+)/(\d+) \[(\d\d):(\d\d)", drawn)
+    complete = [60 * int(m) + int(s) for n, total, m, s in drawings if n == total]
+    assert complete, drawn
+    first, last = min(complete), max(complete)
+    assert last - first <= 1, f"the bar read complete from {first} s to {last} s: {drawn!r}"
+    assert "baseline" in drawn, f"the bar does not say the baseline runs: {drawn!r}"
