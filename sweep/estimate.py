@@ -404,6 +404,11 @@ class Eta:
             left = self._left.setdefault(point, [0.0, 0.0])
             left[0] += 1
             left[1] += float(cost)
+        # Over the measured points with tasks left, kept as tasks finish (so that the time left
+        # costs the same whatever the number of points): their tasks' expected wall time, and
+        # their expected cost (taken out of the cost left, which is otherwise priced per cost).
+        self._measured_wall = 0.0
+        self._measured_cost = 0.0
 
     def restart(self) -> None:
         """Count elapsed time from now (the work starts now)."""
@@ -415,13 +420,26 @@ class Eta:
         self.done += float(cost)
         self._walls += float(cost) if wall is None else float(wall)
         left = self._left.get(point)
-        if left is not None:
-            left[0] -= 1
-            left[1] -= float(cost)
-            if wall is not None:
-                measured = self._measured.setdefault(point, [0.0, 0.0])
-                measured[0] += 1
-                measured[1] += float(wall)
+        if left is None:
+            return
+        self._count_measured(point, -1.0)
+        left[0] -= 1
+        left[1] -= float(cost)
+        if wall is not None:
+            measured = self._measured.setdefault(point, [0.0, 0.0])
+            measured[0] += 1
+            measured[1] += float(wall)
+        self._count_measured(point, 1.0)
+
+    def _count_measured(self, point: Hashable, sign: float) -> None:
+        """Add (``sign`` 1) or take out (-1) ``point``'s part of the measured points' sums."""
+        measured = self._measured.get(point)
+        if measured is None:
+            return
+        count, cost = self._left[point]
+        if count > 0:
+            self._measured_wall += sign * count * measured[1] / measured[0]
+            self._measured_cost += sign * cost
 
     def remaining_seconds(self) -> float | None:
         """Seconds left, or None before anything finished."""
@@ -429,11 +447,7 @@ class Eta:
             return None
         elapsed = self._clock() - self._started
         per_cost = self._walls / self.done
-        left = (self.total - self.done) * per_cost  # (as if no point were measured)
-        for point, measured in self._measured.items():
-            count, cost = self._left[point]
-            if count > 0:
-                left += count * measured[1] / measured[0] - cost * per_cost
+        left = (self.total - self.done - self._measured_cost) * per_cost + self._measured_wall
         return max(0.0, left * elapsed / self._walls)
 
     def text(self) -> str:

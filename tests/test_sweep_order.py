@@ -9,6 +9,7 @@ finished stood at ``0/2 [00:00, ? left]`` for the whole of a cluster-scale cell.
 from __future__ import annotations
 
 import os
+import random
 import re
 
 import pandas as pd
@@ -161,6 +162,38 @@ def test_the_eta_expects_a_point_s_other_seeds_to_take_what_its_first_took():
     eta.finished(1.0, point="A", wall=5.0)
     eta.finished(1.0, point="B", wall=1.0)
     assert eta.remaining_seconds() == 0.0
+
+
+def test_the_eta_s_running_sums_equal_the_time_left_computed_point_by_point():
+    """The ETA keeps the measured points' sums as tasks finish (a sweep of many single-seed
+    points asks it after every batch). Checked against the definition, recomputed from scratch:
+    a measured point's tasks left at its mean wall time, every other task at its cost times the
+    ratio of wall time to cost of all finished tasks, at the ratio of elapsed to wall time."""
+    rng = random.Random(5)
+    points = [rng.randrange(40) for _ in range(400)]
+    costs = [rng.uniform(0.5, 5.0) for _ in points]
+    now = [0.0]
+    eta = Eta(costs, clock=lambda: now[0], points=points)
+    order = list(range(len(points)))
+    rng.shuffle(order)
+    walls: dict[int, float] = {}
+    for step, task in enumerate(order[:-1]):
+        now[0] += rng.uniform(0.1, 2.0)
+        wall = rng.uniform(0.2, 9.0) if step % 7 else None  # (now and then a task without a wall time)
+        eta.finished(costs[task], point=points[task], wall=wall)
+        walls[task] = costs[task] if wall is None else wall
+        finished = set(walls)
+        per_cost = sum(walls.values()) / sum(costs[t] for t in finished)
+        left = 0.0
+        for point in set(points):
+            tasks_left = [t for t in range(len(points)) if points[t] == point and t not in finished]
+            timed = [t for t in finished if points[t] == point and not (order.index(t) % 7 == 0)]
+            if timed:
+                left += len(tasks_left) * sum(walls[t] for t in timed) / len(timed)
+            else:
+                left += sum(costs[t] for t in tasks_left) * per_cost
+        expected = max(0.0, left * now[0] / sum(walls.values()))
+        assert eta.remaining_seconds() == pytest.approx(expected, rel=1e-9, abs=1e-9), step
 
 
 def test_the_sweep_tells_its_eta_each_cell_s_point_and_wall_time(tmp_path, monkeypatch):
