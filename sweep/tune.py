@@ -207,10 +207,16 @@ class _Trials:
             if cell.cell_id in self.known:
                 self.reused += 1
                 reused = True
-            elif cell.cell_id not in self.submitted:
-                self.submitted.add(cell.cell_id)
-                todo.append(cell)
+            else:
+                todo.extend(self.claim([cell]))
         return todo, reused
+
+    def claim(self, cells: list[Cell]) -> list[Cell]:
+        """Those of ``cells`` neither known nor submitted yet, now marked submitted: the cells
+        to compute (a cell two trials, or a trial and the baseline, share is computed once)."""
+        todo = [c for c in cells if c.cell_id not in self.known and c.cell_id not in self.submitted]
+        self.submitted.update(c.cell_id for c in todo)
+        return todo
 
     def record(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
@@ -503,7 +509,7 @@ def _run_study(
         from tqdm import tqdm
 
         bar = tqdm(
-            total=target + own_baseline,
+            total=target + int(own_baseline),
             initial=min(done, target),
             unit="trial",
             desc="trials + baseline" if own_baseline else "trials",
@@ -512,8 +518,7 @@ def _run_study(
         baseline_drawn()
     try:
         with runner:
-            runner.submit([c for c in baseline_cells if c.cell_id not in state.known])
-            state.submitted |= baseline_ids - state.known.keys()
+            runner.submit(state.claim(baseline_cells))
             workers = runner.workers if backend != "serial" else 1
             limit = parallel or workers
             if config.pruner != "none":
