@@ -338,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="tune policy thresholds (or any numeric spec key) with Optuna",
         description="Run or continue an Optuna study over spec keys of a tuning config; each trial's cells "
         "(seeds x variants) run as sweep cells on the backend and are stored like a sweep's. Prints the best "
-        "parameters (or the Pareto front) beside the default-parameter baseline; writes OUT/NAME/trials and plots.",
+        "parameters (or the Pareto front) beside the default-parameter baseline; with a 'check: {seeds: N}' "
+        "section, runs the best and the defaults again on N fresh seeds and says whether the best is better "
+        "there (paired ratio, 95% interval on the log scale). Writes OUT/NAME/trials and plots.",
     )
     tune.add_argument("config", metavar="CONFIG.yaml", help="the tuning config")
     tune.add_argument(
@@ -567,6 +569,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 overrides=args.overrides,
             )
         if args.command == "tune":
+            from .analysis.tune_check import held_out_lines
             from .analysis.tune_plots import write_tuning_plots
             from .sweep.tune_command import tune_command
 
@@ -579,6 +582,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 backend_options=_backend_options(args),
                 plots=None if args.no_plots else write_tuning_plots,
                 overrides=args.overrides,
+                check_lines=held_out_lines,
             )
         if args.command == "report":
             from .analysis.report import parse_assignments, parse_window, write_report

@@ -6,7 +6,8 @@ through the same Parquet store, so a cell already computed (by this study, an ea
 it, or a sweep writing to the same folder) is reused, never recomputed. The objective of a
 trial is the mean of each metric over its cells; the spread (standard deviation) and the cell
 ids are kept as trial attributes. A trial with a failed cell, or whose values make an invalid
-spec, is told as failed (with the error) and the study goes on.
+spec, is told as failed (with the error) and the study goes on. With check seeds, the best
+trial and the defaults run again on them once the trials are done (:class:`HeldOutCheck`).
 
 With one objective, each cell's value is reported to Optuna as it finishes (the cell's index
 is the step), and with a pruner (:mod:`~tiersweep.sweep.tune_pruning`) a trial runs its cells
@@ -38,7 +39,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import SpecError, TiersweepError
 from ..core.safe_files import atomic_writer
@@ -55,7 +56,7 @@ from .study_storage import default_storage_url, make_storage, storage_errors, st
 from .tune_config import TuneConfig, _corners, trial_plan, trial_spec
 from .tune_pruning import SKIPPED, instance_order, make_pruner, skipped_json
 
-__all__ = ["TuneOutcome", "run_tuning", "storage_url", "make_storage", "PAUSE_VARIABLE"]
+__all__ = ["TuneOutcome", "HeldOutCheck", "CheckPair", "run_tuning", "storage_url", "make_storage", "PAUSE_VARIABLE"]
 
 #: The environment variable of the pause hook (see the module's docstring).
 PAUSE_VARIABLE = "TIERSWEEP_TUNE_PAUSE_AFTER_REPORT"
@@ -77,6 +78,7 @@ class TuneOutcome:
         computed: Cells computed by this run; reused: cells taken from the store.
         root: The results folder.
         storage: The study's storage URL.
+        check: The held-out check (see :class:`HeldOutCheck`), when the config asks one.
     """
 
     study: Any
@@ -92,6 +94,44 @@ class TuneOutcome:
     notes: list[str] = field(default_factory=list)
     #: How many cells computed now ran on each path (``CellRunner.paths``).
     paths: dict[str, int] = field(default_factory=dict)
+    #: The held-out check (None: the config asks none, or no trial completed).
+    check: HeldOutCheck | None = None
+
+
+class CheckPair(NamedTuple):
+    """One seed (of one variant) of the held-out check: the best trial's and the defaults' values."""
+
+    variant: str  # the variant's spec keys and values, as JSON ("{}": the base spec)
+    seed: int
+    best: float
+    defaults: float
+
+
+@dataclass
+class HeldOutCheck:
+    """The best trial and the defaults run again on seeds the search never saw, in pairs.
+
+    Attributes:
+        metric, direction: The objective.
+        trial: The best trial's number; params: its parameters; defaults: the spec defaults.
+        seeds: The check's seeds; pairs: one per variant and seed (variants outer, as a trial's
+            cells), nan where a cell failed.
+        error: The first failed cell's error (None: none failed).
+    """
+
+    metric: str
+    direction: str
+    trial: int
+    params: dict[str, Any]
+    defaults: dict[str, Any]
+    seeds: list[int]
+    pairs: list[CheckPair]
+    error: str | None = None
+
+    @property
+    def best_is_defaults(self) -> bool:
+        """Whether the best trial's parameters are the defaults (then there is nothing to compare)."""
+        return self.params == self.defaults
 
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
@@ -179,10 +219,11 @@ class _Trials:
         self.submitted: set[str] = set()
         self.reused = 0
 
-    def cells(self, values: Mapping[str, Any]) -> list[Cell]:
+    def cells(self, values: Mapping[str, Any], seeds: list[int] | None = None) -> list[Cell]:
+        """The cells of ``values``: one per variant and seed (by default the tuning seeds)."""
         cells = []
         for variant in self.config.variants:
-            for replicate, seed in enumerate(self.config.seeds):
+            for replicate, seed in enumerate(self.config.seeds if seeds is None else seeds):
                 plan = trial_plan(self.config, values, variant, seed)
                 cells.append(Cell(self.next_index, cell_id(plan.spec), plan, {**variant, **values}, replicate))
                 self.next_index += 1
@@ -339,6 +380,8 @@ def run_tuning(
             study = _open_study(config, url, storage_object)
             outcome = _run_study(study, config, root, url, backend, backend_options, trials, progress)
             outcome.files["trials"] = write_trials(study, config, root)
+            if outcome.check is not None and outcome.check.pairs:
+                outcome.files["check"] = write_check(outcome.check, config, root)
             return outcome
 
 
@@ -543,6 +586,10 @@ def _run_study(
             while runner.busy:
                 runner.step_drawing(bar)
                 baseline_drawn()
+            if bar is not None:
+                bar.close()
+                bar = None
+            check = _held_out_check(study, config, state, runner, defaults, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -567,7 +614,54 @@ def _run_study(
         storage=url,
         notes=runner.notes,
         paths=dict(runner.paths),
+        check=check,
     )
+
+
+def _held_out_check(
+    study: Any, config: TuneConfig, state: _Trials, runner: CellRunner, defaults: dict[str, Any], progress: bool
+) -> HeldOutCheck | None:
+    """Run the best complete trial and the defaults on the config's check seeds (their cells
+    stored and reused as any other) and pair their values; None without check seeds or a
+    complete trial."""
+    import optuna
+
+    if not config.check_seeds or not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        return None
+    best = study.best_trial
+    metric, direction = config.objectives[0]
+    params = dict(best.params)
+    check = HeldOutCheck(metric, direction, best.number, params, dict(defaults), list(config.check_seeds), [])
+    if check.best_is_defaults:
+        return check  # (nothing to compare: no cell is run)
+    best_cells = state.cells(best.params, config.check_seeds)
+    default_cells = state.cells(defaults, config.check_seeds)
+    ids = {c.cell_id for c in best_cells + default_cells}
+    runner.submit(state.claim(best_cells + default_cells))
+    bar = None
+    if progress and not ids <= state.known.keys():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(ids), unit="cell", desc="held-out check", dynamic_ncols=True)
+    try:
+        while runner.busy:
+            runner.step_drawing(bar)
+            if bar is not None:
+                bar.update(len(ids & state.known.keys()) - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+    variants = [json.dumps(v, sort_keys=True) for v in config.variants for _ in config.check_seeds]
+    for variant, mine, theirs in zip(variants, best_cells, default_cells):
+        values = []
+        for cell in (mine, theirs):
+            row = state.known[cell.cell_id]
+            value = _cell_value(config, row)
+            if value is None and check.error is None:
+                check.error = str(row.get("error") or f"{metric} is nan")
+            values.append(math.nan if value is None else value)
+        check.pairs.append(CheckPair(variant, int(mine.plan.spec["seed"]), values[0], values[1]))
+    return check
 
 
 def _fail_undrawn(study: Any, frozen: Any, config: TuneConfig, distributions: Mapping[str, Any]) -> None:
@@ -629,9 +723,6 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     """Write every trial to ``ROOT/trials/trials.parquet`` (replacing it): number, state, one
     ``params.<key>`` column per parameter, one column per objective (the mean), its spread,
     the cell ids it ran and those it skipped when stopped early (JSON), error and times."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rows = []
     for trial in study.trials:
         row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
@@ -650,9 +741,31 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
         row["datetime_start"] = trial.datetime_start
         row["datetime_complete"] = trial.datetime_complete
         rows.append(row)
-    folder = root / "trials"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "trials.parquet"
+    return _write_rows(rows, config, root / "trials" / "trials.parquet")
+
+
+def write_check(check: HeldOutCheck, config: TuneConfig, root: Path) -> Path:
+    """Write the held-out check to ``ROOT/trials/check.parquet`` (replacing it): one row per
+    variant and seed, with the best trial's and the defaults' value of the objective and the
+    best trial's number and parameters (``params.<key>``) on every row."""
+    rows = []
+    for pair in check.pairs:
+        row: dict[str, Any] = {"trial": check.trial, "variant": pair.variant, "seed": pair.seed}
+        row[f"best.{check.metric}"] = pair.best
+        row[f"defaults.{check.metric}"] = pair.defaults
+        for key, value in check.params.items():
+            row[f"params.{key}"] = str(value) if isinstance(value, str) else value
+        rows.append(row)
+    return _write_rows(rows, config, root / "trials" / "check.parquet")
+
+
+def _write_rows(rows: list[dict[str, Any]], config: TuneConfig, path: Path) -> Path:
+    """Write ``rows`` to the Parquet file ``path`` (replacing it, atomically), the config (its
+    storage password hidden) in the file's metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(rows)
     shown = json.dumps(_shown_config(config), sort_keys=True).encode()
     table = table.replace_schema_metadata({b"tiersweep.config": shown})

@@ -13,11 +13,18 @@ from .tune import run_tuning
 from .tune_config import load_tune_config
 from .tune_pruning import pruning_summary
 
-__all__ = ["tune_command", "result_table", "param_importances", "IMPORTANCE_TOP_TRIALS"]
+__all__ = ["tune_command", "result_table", "param_importances", "IMPORTANCE_TOP_TRIALS", "IN_SAMPLE_NOTE"]
 
 #: Complete trials PED-ANOVA should find in its top group (the number Optuna's documentation
 #: asks for to make the estimate stable).
 IMPORTANCE_TOP_TRIALS = 5
+
+
+#: Printed under the table of a study without a held-out check: what its comparison is worth.
+IN_SAMPLE_NOTE = (
+    "(both on the tuning seeds, where the best was chosen: its gain there is optimistic; "
+    "'check: {seeds: N}' runs both on fresh seeds)"
+)
 
 
 def _fmt(value: Any) -> str:
@@ -110,6 +117,7 @@ def tune_command(
     backend_options: Mapping[str, Any] | None = None,
     plots: Callable[[Any, list[str], Path], dict[str, Path]] | None = None,
     overrides: Sequence[str] = (),
+    check_lines: Callable[[Any], list[str]] | None = None,
 ) -> int:
     """Run the study of a tuning config and print its table; exit status 0.
 
@@ -118,21 +126,35 @@ def tune_command(
         plots: Writes the study's plots, ``(study, objective metrics, folder) -> name -> path``
             (the command line passes :func:`tiersweep.analysis.tune_plots.write_tuning_plots`;
             plotting is analysis's, so this package does not import it); None for none.
+        check_lines: The lines saying what the held-out check shows, from its
+            :class:`~tiersweep.sweep.tune.HeldOutCheck` (the command line passes
+            :func:`tiersweep.analysis.tune_check.held_out_lines`: its interval is analysis's).
     """
     config = load_tune_config(config_path, overrides)
     outcome = run_tuning(config, out, backend=backend, backend_options=backend_options, trials=trials, storage=storage)
     with storage_errors(outcome.storage):  # (the study reads its storage for what is printed and plotted)
-        _print_outcome(outcome, config, plots)
+        _print_outcome(outcome, config, plots, check_lines)
     return 0
 
 
-def _print_outcome(outcome: Any, config: Any, plots: Callable[[Any, list[str], Path], dict[str, Path]] | None) -> None:
-    """Print the result table, the study's summary and the files written."""
+def _print_outcome(
+    outcome: Any,
+    config: Any,
+    plots: Callable[[Any, list[str], Path], dict[str, Path]] | None,
+    check_lines: Callable[[Any], list[str]] | None,
+) -> None:
+    """Print the result table, the held-out check, the study's summary and the files written."""
     study = outcome.study
     states: dict[str, int] = {}
     for trial in study.trials:
         states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
     print(result_table(outcome, config))
+    if outcome.check is not None and check_lines is not None:
+        print()
+        for line in check_lines(outcome.check):
+            print(line)
+    elif outcome.check is None and outcome.best and len(config.objectives) == 1:
+        print(IN_SAMPLE_NOTE)
     print(
         f"\nstudy {study.study_name}: {len(study.trials)} trials ("
         + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
@@ -143,6 +165,8 @@ def _print_outcome(outcome: Any, config: Any, plots: Callable[[Any, list[str], P
     for line in paths_lines(outcome.paths):
         print(line)
     print(f"trials: {outcome.files['trials']}")
+    if "check" in outcome.files:
+        print(f"held-out check: {outcome.files['check']}")
     for note in outcome.notes:
         print(f"note: {note}; see the README's Ray section")
     if plots is not None:

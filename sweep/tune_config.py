@@ -17,12 +17,19 @@
     parallel: 2                               # trials in flight (default: the backend's workers)
     sampler: {name: tpe, seed: 0}             # tpe | random | grid | cmaes
     pruner: {name: wilcoxon, p_threshold: 0.1, startup_steps: 2}   # or none (default: this, for one objective)
+    check: {seeds: 8}                         # held-out check on fresh seeds (a count or a list; default: none)
     study: {name: tune_smcbf, storage: null}  # default: sqlite file next to the results
 
 The pruner stops a trial whose first cells are significantly worse than the best trial's on
 the same cells (see :mod:`~tiersweep.sweep.tune_pruning`); ``pruner: none`` runs every cell of
 every trial. It is on by default for one objective and off for several (Optuna prunes
 single-objective studies only).
+
+The best trial is chosen on the tuning seeds, so its gain over the defaults on those seeds is
+optimistic (the winner's curse: among many trials, one is best partly by chance). ``check``
+runs the best trial and the defaults again on seeds the search never saw, paired seed by seed
+(one objective only). A count of seeds continues the tuning seeds' derivation past them (the
+replicates after the last tuning one); a list must not share a seed with ``seeds``.
 
 Relative trace paths in a config file (in ``base``, in ``variants``, in a parameter's
 ``choices``) are taken from the file's folder; ``--set`` values from the current directory.
@@ -40,6 +47,7 @@ from typing import Any
 from ..core.errors import SpecError, refuse_unknown_keys
 from ..core.plan import RunPlan
 from ..core.spec import canonical_key, plan_run, set_key
+from .cells import replicate_seed
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
 from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
 from .tune_pruning import DEFAULT_P_THRESHOLD, PRUNERS
@@ -59,6 +67,7 @@ _TOP_KEYS = (
     "parallel",
     "sampler",
     "pruner",
+    "check",
     "study",
 )
 #: Samplers by config name.
@@ -112,6 +121,9 @@ class TuneConfig:
     #: The pruner's p-value threshold, and the paired cells it needs before it may stop a trial.
     p_threshold: float = DEFAULT_P_THRESHOLD
     startup_steps: int = 2
+    #: The held-out check's seeds (none: no check): the best trial and the defaults run on them
+    #: after the study, none of them a tuning seed.
+    check_seeds: list[int] = field(default_factory=list)
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     #: The config file's text as read (None for a config built from a mapping; not compared:
     #: where the config came from, not what it is).
@@ -123,6 +135,34 @@ class TuneConfig:
     def directions(self) -> list[str]:
         """Optuna directions, one per objective."""
         return [direction for _, direction in self.objectives]
+
+
+def _check_seeds(raw: Mapping[str, Any], base: Mapping[str, Any], seeds: list[int], objectives: int) -> list[int]:
+    """The held-out check's seeds of ``check: {seeds: ...}`` (none without it). A count takes the
+    replicate seeds that follow the tuning ones; a list is taken as given. Either way no check
+    seed may be a tuning seed: the check is only worth having on seeds the search did not see."""
+    check = raw.get("check")
+    if check is None:
+        return []
+    if not isinstance(check, Mapping) or "seeds" not in check:
+        raise SpecError(f"check: expected {{seeds: a count or a list of seeds}}, got {check!r}")
+    refuse_unknown_keys(check, ("seeds",), "check")
+    if objectives > 1:
+        raise SpecError("check: needs one objective (a Pareto front has no one best trial to check)")
+    given = check["seeds"]
+    try:
+        # (Validated as the top-level seeds are; its messages name "seeds:", here "check.seeds:".)
+        chosen = parse_seeds({"seeds": given, "seed": raw.get("seed", 0)}, base)
+    except SpecError as error:
+        raise SpecError(f"check.{error}") from None
+    if isinstance(given, int):
+        chosen = [replicate_seed(raw.get("seed", 0), len(seeds) + r) for r in range(given)]
+    shared = sorted(set(chosen) & set(seeds))
+    if shared:
+        raise SpecError(
+            f"check.seeds: {shared} are also tuning seeds; the held-out check needs seeds the search did not see"
+        )
+    return chosen
 
 
 def load_tune_config(path: str | Path, overrides: Sequence[str] = ()) -> TuneConfig:
@@ -298,6 +338,7 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
     if sampler_name == "cmaes" and (len(objectives) > 1 or any(p.kind == "categorical" for p in params)):
         raise SpecError("sampler: cmaes needs one objective and numeric ranges only")
     pruner, p_threshold, startup_steps = _pruner(raw.get("pruner", _UNSET), len(objectives))
+    check_seeds = _check_seeds(raw, base, seeds, len(objectives))
     study = raw.get("study") or {}
     if not isinstance(study, Mapping):
         raise SpecError("study: expected {name: ..., storage: ...}")
@@ -321,6 +362,7 @@ def parse_tune_config(raw: Mapping[str, Any]) -> TuneConfig:
         pruner=pruner,
         p_threshold=p_threshold,
         startup_steps=startup_steps,
+        check_seeds=check_seeds,
         raw=dict(raw),
     )
     specs = [

@@ -158,7 +158,7 @@ CONFIG_ERRORS = {
     "unknown top-level key": (
         {"trails": 6},
         r"^trails: unknown key; valid keys: name, description, base, params, objective, seeds, seed, variants, trials, "
-        r"parallel, sampler, pruner, study$",
+        r"parallel, sampler, pruner, check, study$",
     ),
     "unknown range key": (
         {"params": {BG: {"low": 0.5, "high": 1.0, "step": 0.1}}},

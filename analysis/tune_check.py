@@ -1,0 +1,104 @@
+"""The verdict of a tuning study's held-out check: is the best trial better than the defaults on
+seeds the search never saw?
+
+The best trial is chosen on the tuning seeds, so its gain there is optimistic. The check runs
+the best trial and the defaults on fresh seeds (``check: {seeds: N}`` in the tuning config),
+paired seed by seed; this module turns those pairs into an interval and a verdict. A positive
+objective is compared by the paired ratio best / defaults, on the log scale (its geometric mean
+and Student-t interval of the log ratios: a ratio interval stays positive, and 0.5 and 2 are
+equally far from 1); an objective that can be 0 or negative by the paired difference. The best
+is called better (or worse) only where the interval excludes no effect; otherwise the check
+shows no difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..sweep.summary import few_seeds_warning
+from .stats import ratio_interval, t_interval
+
+__all__ = ["CheckVerdict", "check_verdict", "held_out_lines"]
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    """The held-out comparison of best and defaults.
+
+    Attributes:
+        scale: ``"ratio"`` (best / defaults, geometric mean) or ``"difference"`` (best - defaults).
+        estimate, low, high: The estimate and its confidence interval (nan with fewer than two pairs).
+        pairs: The pairs it is taken over (failed cells left out).
+        verdict: ``"better"``, ``"worse"`` or ``"no difference shown"``, for the objective's direction.
+    """
+
+    scale: str
+    estimate: float
+    low: float
+    high: float
+    pairs: int
+    verdict: str
+
+
+def check_verdict(
+    best: Sequence[float], defaults: Sequence[float], direction: str, level: float = 0.95
+) -> CheckVerdict:
+    """Compare paired values of the best trial and the defaults (see the module docstring);
+    pairs with a nan (a failed cell) are left out. ``direction``: ``minimize`` or ``maximize``."""
+    pairs = [(b, d) for b, d in zip(best, defaults) if not (math.isnan(b) or math.isnan(d))]
+    if pairs and all(b > 0 and d > 0 for b, d in pairs):
+        scale, none = "ratio", 1.0
+        estimate, low, high = ratio_interval([b / d for b, d in pairs], level)
+    else:
+        scale, none = "difference", 0.0
+        differences = [b - d for b, d in pairs]
+        estimate = math.fsum(differences) / len(differences) if differences else math.nan
+        low, high = t_interval(differences, level)
+    if math.isnan(low) or low <= none <= high:
+        verdict = "no difference shown"
+    elif (high < none) == (direction == "minimize"):
+        verdict = "better"
+    else:
+        verdict = "worse"
+    return CheckVerdict(scale, estimate, low, high, len(pairs), verdict)
+
+
+def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
+    """The lines ``tiersweep tune`` prints for a held-out check (a
+    :class:`~tiersweep.sweep.tune.HeldOutCheck`)."""
+    seeds = len(check.seeds)
+    head = f"held-out check on {seeds} fresh seed(s) the search never saw:"
+    if check.best_is_defaults:
+        return [head, f"  the best trial (#{check.trial}) is the defaults: nothing to compare"]
+    best = [p.best for p in check.pairs]
+    defaults = [p.defaults for p in check.pairs]
+    result = check_verdict(best, defaults, check.direction, level)
+    mean_best = _mean(best)
+    mean_defaults = _mean(defaults)
+    lines = [head, f"  {check.metric}: best #{check.trial} {mean_best:.4g}, defaults {mean_defaults:.4g} (means)"]
+    what = "best / defaults" if result.scale == "ratio" else "best - defaults"
+    how = "geometric mean of the paired ratios" if result.scale == "ratio" else "mean of the paired differences"
+    lines.append(
+        f"  {what} {result.estimate:.4g} [{result.low:.4g}, {result.high:.4g}] ({how}, {level:.0%} interval, "
+        f"{result.pairs} pairs): {result.verdict}"
+        + (
+            ""
+            if result.verdict != "no difference shown"
+            else f" (the interval includes {'1' if result.scale == 'ratio' else '0'})"
+        )
+    )
+    if check.error is not None:
+        failed = sum(math.isnan(b) or math.isnan(d) for b, d in zip(best, defaults))
+        lines.append(f"  {failed} pair(s) left out, a cell failed: {check.error}")
+    warning = few_seeds_warning([result.pairs])
+    if warning:
+        lines.append(f"  {warning}")
+    return lines
+
+
+def _mean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return math.fsum(kept) / len(kept) if kept else math.nan
