@@ -34,7 +34,7 @@ from ..sweep.store import claimed_by, read_parts, write_order
 __all__ = ["load", "find_results", "TABLES", "MixedCodeWarning", "NoResultsError"]
 
 #: The tables of a results folder.
-TABLES = ("runs", "jobs", "segments", "trials")
+TABLES = ("runs", "jobs", "segments", "trials", "check")
 
 
 def _read_folder(folder: Path) -> pd.DataFrame:
@@ -114,15 +114,16 @@ def load(path: str | Path, table: str = "runs", *, code_digest: str | None = Non
     Args:
         path: A sweep's results folder (or its ``runs`` folder).
         table: ``runs`` (one row per cell), ``jobs`` (per-job records), ``segments`` (stays
-            of jobs on VMs) or ``trials`` (a tuning study's trials).
+            of jobs on VMs), ``trials`` (a tuning study's trials) or ``check`` (its held-out
+            check: the best trial's and the defaults' value per fresh seed).
         code_digest: Keep only the runs (and their records) computed by this code: a digest
             from the ``code_digest`` column, or ``"latest"`` for the code of the newest row.
             By default every row is kept, with a :class:`MixedCodeWarning` when they come
             from more than one code.
 
     Returns:
-        A DataFrame (``jobs``, ``segments`` and ``trials`` are empty when the sweep did not
-        store them).
+        A DataFrame (``jobs``, ``segments``, ``trials`` and ``check`` are empty when the sweep
+        did not store them).
 
     Raises:
         NoResultsError: The folder has no stored runs (a path mistyped, or a sweep not run
@@ -140,7 +141,7 @@ def load(path: str | Path, table: str = "runs", *, code_digest: str | None = Non
             f"or run `tiersweep sweep CONFIG` first"
         )
     frame = _read_folder(root / table)
-    if table == "trials":
+    if table in ("trials", "check"):
         return frame
     if table == "runs":
         return _latest_runs(frame, code_digest, root)

@@ -324,6 +324,7 @@ def write_report(
     constant = [m for m in metrics if _constant(ok[m])]
     page = out / "index.html"
     section = sensitivity_section(root, metrics, figures_dir, page.parent) if sampled else ""
+    section += _held_out_html(load(root, "check"))
     write_atomic(page, _html(root, manifest, runs, table, keys, warning, figures, constant, ok, page.parent, section))
     return page
 
@@ -632,6 +633,17 @@ font-weight:600;margin:1em 0}
 """
 
 
+def _held_out_html(check: pd.DataFrame) -> str:
+    """The section of a tuning study's held-out check (none without one): the best trial
+    against the defaults on fresh seeds, as ``tiersweep tune`` printed it."""
+    if check.empty:
+        return ""
+    from .tune_check import held_out_lines, stored_check
+
+    text = "\n".join(held_out_lines(stored_check(check)))
+    return f"<h2>Tuning: held-out check</h2><pre id='held-out-check'>{html.escape(text)}</pre>"
+
+
 def _html(
     root: Path,
     manifest: Mapping[str, Any],
@@ -643,8 +655,10 @@ def _html(
     constant: list[str],
     ok: pd.DataFrame,
     base: Path,
-    sensitivity: str = "",
+    sections: str = "",
 ) -> str:
+    """The page; ``sections``: the HTML of the sensitivity and held-out check sections (between
+    the summary and the figures; empty when the folder has neither)."""
     failed = runs[runs["status"] != "ok"]
     versions = {
         col: sorted(runs[col].dropna().map(str).unique()) for col in ("model_version", "package_version") if col in runs
@@ -666,8 +680,8 @@ def _html(
     parts.append(_summary_html(table, keys))
     if len(failed):
         parts += ["<h2>Failed cells</h2>", failed[["cell_id", "error"]].to_html(index=False, escape=True)]
-    if sensitivity:
-        parts.append(sensitivity)
+    if sections:
+        parts.append(sections)
     parts.append("<h2>Figures</h2>")
     if constant:
         same = "; ".join(f"{LABELS.get(m, m)} = {format_number(ok[m].dropna().iloc[0])}" for m in constant)

@@ -18,10 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from ..sweep.summary import few_seeds_warning
+from ..sweep.tune import CheckPair, HeldOutCheck
 from .stats import ratio_interval, t_interval
 
-__all__ = ["CheckVerdict", "check_verdict", "held_out_lines"]
+__all__ = ["CheckVerdict", "check_verdict", "held_out_lines", "stored_check"]
 
 
 @dataclass(frozen=True)
@@ -90,13 +93,28 @@ def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
             else f" (the interval includes {'1' if result.scale == 'ratio' else '0'})"
         )
     )
-    if check.error is not None:
-        failed = sum(math.isnan(b) or math.isnan(d) for b, d in zip(best, defaults))
-        lines.append(f"  {failed} pair(s) left out, a cell failed: {check.error}")
+    failed = sum(math.isnan(b) or math.isnan(d) for b, d in zip(best, defaults))
+    if failed:
+        why = check.error or "see the runs' error column"
+        lines.append(f"  {failed} pair(s) left out, a cell failed: {why}")
     warning = few_seeds_warning([result.pairs])
     if warning:
         lines.append(f"  {warning}")
     return lines
+
+
+def stored_check(frame: pd.DataFrame) -> HeldOutCheck:
+    """The held-out check as the tuner stored it (``load(root, "check")``: one row per variant and
+    seed; written only when the best trial is not the defaults)."""
+    metric = next(c for c in frame.columns if c.startswith("best."))[len("best.") :]
+    first = frame.iloc[0]
+    params = {c[len("params.") :]: first[c] for c in frame.columns if c.startswith("params.")}
+    pairs = [
+        CheckPair(str(r["variant"]), int(r["seed"]), float(r[f"best.{metric}"]), float(r[f"defaults.{metric}"]))
+        for _, r in frame.iterrows()
+    ]
+    seeds = list(dict.fromkeys(p.seed for p in pairs))
+    return HeldOutCheck(metric, str(first["direction"]), int(first["trial"]), params, seeds, pairs)
 
 
 def _mean(values: Sequence[float]) -> float:

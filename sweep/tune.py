@@ -113,9 +113,11 @@ class HeldOutCheck:
 
     Attributes:
         metric, direction: The objective.
-        trial: The best trial's number; params: its parameters; defaults: the spec defaults.
+        trial: The best trial's number; params: its parameters.
         seeds: The check's seeds; pairs: one per variant and seed (variants outer, as a trial's
             cells), nan where a cell failed.
+        best_is_defaults: The best trial's parameters are the defaults: nothing to compare, no
+            cell run, no pair.
         error: The first failed cell's error (None: none failed).
     """
 
@@ -123,15 +125,10 @@ class HeldOutCheck:
     direction: str
     trial: int
     params: dict[str, Any]
-    defaults: dict[str, Any]
     seeds: list[int]
     pairs: list[CheckPair]
+    best_is_defaults: bool = False
     error: str | None = None
-
-    @property
-    def best_is_defaults(self) -> bool:
-        """Whether the best trial's parameters are the defaults (then there is nothing to compare)."""
-        return self.params == self.defaults
 
 
 def _sampler(config: TuneConfig, resumed_at: int = 0) -> Any:
@@ -631,7 +628,7 @@ def _held_out_check(
     best = study.best_trial
     metric, direction = config.objectives[0]
     params = dict(best.params)
-    check = HeldOutCheck(metric, direction, best.number, params, dict(defaults), list(config.check_seeds), [])
+    check = HeldOutCheck(metric, direction, best.number, params, list(config.check_seeds), [], params == defaults)
     if check.best_is_defaults:
         return check  # (nothing to compare: no cell is run)
     best_cells = state.cells(best.params, config.check_seeds)
@@ -745,18 +742,21 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
 
 
 def write_check(check: HeldOutCheck, config: TuneConfig, root: Path) -> Path:
-    """Write the held-out check to ``ROOT/trials/check.parquet`` (replacing it): one row per
-    variant and seed, with the best trial's and the defaults' value of the objective and the
-    best trial's number and parameters (``params.<key>``) on every row."""
+    """Write the held-out check to ``ROOT/check/check.parquet`` (replacing it): one row per
+    variant and seed, with the best trial's and the defaults' value of the objective
+    (``best.<metric>``, ``defaults.<metric>``), and on every row the objective's direction and
+    the best trial's number and parameters (``params.<key>``)."""
     rows = []
     for pair in check.pairs:
-        row: dict[str, Any] = {"trial": check.trial, "variant": pair.variant, "seed": pair.seed}
+        row: dict[str, Any] = {"trial": check.trial, "direction": check.direction, "variant": pair.variant}
+        row["seed"] = pair.seed
         row[f"best.{check.metric}"] = pair.best
         row[f"defaults.{check.metric}"] = pair.defaults
         for key, value in check.params.items():
             row[f"params.{key}"] = str(value) if isinstance(value, str) else value
         rows.append(row)
-    return _write_rows(rows, config, root / "trials" / "check.parquet")
+    # (A folder of its own: a table is a folder of part files, and the trials' would take these rows in.)
+    return _write_rows(rows, config, root / "check" / "check.parquet")
 
 
 def _write_rows(rows: list[dict[str, Any]], config: TuneConfig, path: Path) -> Path:

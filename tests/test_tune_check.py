@@ -12,6 +12,7 @@ Student t, not from the code under test.
 from __future__ import annotations
 
 import copy
+import html
 import json
 import math
 import re
@@ -23,6 +24,8 @@ import pytest
 from scipy import stats
 
 from sweep_helpers import write_yaml
+from tiersweep.analysis import load
+from tiersweep.analysis.report import write_report
 from tiersweep.analysis.tune_check import check_verdict, held_out_lines
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError
@@ -121,6 +124,9 @@ def test_the_check_runs_the_best_trial_and_the_defaults_on_the_fresh_seeds_only(
     assert stored["best.mean_bsld"].tolist() == [p.best for p in check.pairs]
     assert stored["defaults.mean_bsld"].tolist() == [p.defaults for p in check.pairs]
     assert set(stored["trial"]) == {best.number}
+    # Each table reads its own rows: the trials are the trials, the check is the check.
+    assert len(load(tmp_path / "small", "trials")) == config.trials
+    assert load(tmp_path / "small", "check")["seed"].tolist() == config.check_seeds
     # Run again: the study is complete and the check's cells are in the store: nothing is computed.
     again = run_tuning(config, tmp_path, backend="serial", progress=False)
     assert again.computed == 0 and again.check == check
@@ -140,7 +146,7 @@ def test_the_command_line_prints_the_verdict_with_the_interval_on_the_log_scale(
     path = write_yaml(tmp_path / "small.yaml", small_raw())
     assert main(["tune", str(path), "--out", str(tmp_path / "out"), "--backend", "serial", "--no-plots"]) == 0
     text = capsys.readouterr().out
-    stored = pd.read_parquet(tmp_path / "out" / "small" / "trials" / "check.parquet")
+    stored = pd.read_parquet(tmp_path / "out" / "small" / "check" / "check.parquet")
     logs = np.log(stored["best.mean_bsld"] / stored["defaults.mean_bsld"])
     half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
     low, high = math.exp(logs.mean() - half), math.exp(logs.mean() + half)
@@ -150,6 +156,13 @@ def test_the_command_line_prints_the_verdict_with_the_interval_on_the_log_scale(
     assert re.search(re.escape(shown) + r".*: " + verdict, text)
     assert f"held-out check on {len(stored)} fresh seed(s)" in text
     assert IN_SAMPLE_NOTE not in text
+    # The report of the folder shows the same lines, read back from the stored check.
+    page = write_report(tmp_path / "out" / "small").read_text()
+    block = re.search(r"<pre id='held-out-check'>(.*?)</pre>", page, re.S)
+    assert block is not None
+    for line in html.unescape(block.group(1)).splitlines():
+        assert line in text
+    assert shown in html.unescape(block.group(1))
 
 
 def test_a_study_without_a_check_says_its_comparison_is_on_the_tuning_seeds(tmp_path, capsys):
