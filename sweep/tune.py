@@ -379,6 +379,9 @@ def run_tuning(
             outcome.files["trials"] = write_trials(study, config, root)
             if outcome.check is not None and outcome.check.pairs:
                 outcome.files["check"] = write_check(outcome.check, config, root)
+            elif outcome.check is not None:
+                # The best is the defaults now: an earlier run's check, of another best, is not this study's.
+                (root / CHECK_FILE).unlink(missing_ok=True)
             return outcome
 
 
@@ -724,10 +727,7 @@ def write_trials(study: Any, config: TuneConfig, root: Path) -> Path:
     for trial in study.trials:
         row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
         for param in config.params:
-            value = trial.params.get(param.key)
-            row[f"params.{param.key}"] = (
-                None if value is None else (str(value) if param.kind == "categorical" else float(value))
-            )
+            row[f"params.{param.key}"] = _param_value(param, trial.params.get(param.key))
         values = trial.values or [None] * len(config.objectives)
         for (metric, _), value in zip(config.objectives, values):
             row[metric] = value
@@ -752,11 +752,23 @@ def write_check(check: HeldOutCheck, config: TuneConfig, root: Path) -> Path:
         row["seed"] = pair.seed
         row[f"best.{check.metric}"] = pair.best
         row[f"defaults.{check.metric}"] = pair.defaults
-        for key, value in check.params.items():
-            row[f"params.{key}"] = str(value) if isinstance(value, str) else value
+        for param in config.params:
+            row[f"params.{param.key}"] = _param_value(param, check.params.get(param.key))
         rows.append(row)
-    # (A folder of its own: a table is a folder of part files, and the trials' would take these rows in.)
-    return _write_rows(rows, config, root / "check" / "check.parquet")
+    return _write_rows(rows, config, root / CHECK_FILE)
+
+
+#: Where the held-out check is written, under the results folder: a folder of its own, as a table
+#: is a folder of part files (in ``trials/`` the trials' table would take its rows in).
+CHECK_FILE = Path("check") / "check.parquet"
+
+
+def _param_value(param: Any, value: Any) -> Any:
+    """A tuned parameter's value as a trials or check column holds it: a categorical one as text
+    (its choices may mix types), a number as a float (an int range's too), None if missing."""
+    if value is None:
+        return None
+    return str(value) if param.kind == "categorical" else float(value)
 
 
 def _write_rows(rows: list[dict[str, Any]], config: TuneConfig, path: Path) -> Path:

@@ -136,10 +136,15 @@ def test_the_check_is_skipped_when_the_best_trial_is_the_defaults(tmp_path):
     # AMCBF's threshold default (0.96) is in the space and trial 0; a space of one value makes it the best.
     raw = small_raw(params={BG: {"choices": [0.96]}}, trials=1, pruner={"name": "none"})
     raw["base"]["policy"] = {"name": "amcbf"}
+    # A check an earlier run left (of another best) is not this study's any more.
+    stale = tmp_path / "small" / "check" / "check.parquet"
+    stale.parent.mkdir(parents=True)
+    pd.DataFrame({"trial": [3], "seed": [7], "best.mean_bsld": [1.0], "defaults.mean_bsld": [2.0]}).to_parquet(stale)
     outcome = run_tuning(parse_tune_config(raw), tmp_path, backend="serial", progress=False)
     assert outcome.check is not None and outcome.check.best_is_defaults and outcome.check.pairs == []
     assert outcome.computed == 2  # the one trial's cells, no check cell
     assert "nothing to compare" in held_out_lines(outcome.check)[-1]
+    assert not stale.exists() and "check" not in outcome.files
 
 
 def test_the_command_line_prints_the_verdict_with_the_interval_on_the_log_scale(tmp_path, capsys):
