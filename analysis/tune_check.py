@@ -13,6 +13,7 @@ shows no difference.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,7 +72,8 @@ def check_verdict(
 
 def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
     """The lines ``tiersweep tune`` prints for a held-out check (a
-    :class:`~tiersweep.sweep.tune.HeldOutCheck`)."""
+    :class:`~tiersweep.sweep.tune.HeldOutCheck`): the verdict over all its pairs, then, when the
+    study has several variants, the verdict of each (the best may help at one and not another)."""
     seeds = len(check.seeds)
     head = f"held-out check on {seeds} fresh seed(s) the search never saw:"
     if check.best_is_defaults:
@@ -79,20 +81,16 @@ def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
     best = [p.best for p in check.pairs]
     defaults = [p.defaults for p in check.pairs]
     result = check_verdict(best, defaults, check.direction, level)
-    mean_best = _mean(best)
-    mean_defaults = _mean(defaults)
-    lines = [head, f"  {check.metric}: best #{check.trial} {mean_best:.4g}, defaults {mean_defaults:.4g} (means)"]
+    lines = [head, f"  {check.metric}: best #{check.trial} {_mean(best):.4g}, defaults {_mean(defaults):.4g} (means)"]
     what = "best / defaults" if result.scale == "ratio" else "best - defaults"
     how = "geometric mean of the paired ratios" if result.scale == "ratio" else "mean of the paired differences"
-    lines.append(
-        f"  {what} {result.estimate:.4g} [{result.low:.4g}, {result.high:.4g}] ({how}, {level:.0%} interval, "
-        f"{result.pairs} pairs): {result.verdict}"
-        + (
-            ""
-            if result.verdict != "no difference shown"
-            else f" (the interval includes {'1' if result.scale == 'ratio' else '0'})"
-        )
-    )
+    lines.append(f"  {what} {_verdict_text(result, f'{how}, {level:.0%} interval, {result.pairs} pairs')}")
+    variants = list(dict.fromkeys(p.variant for p in check.pairs))
+    if len(variants) > 1:
+        for variant in variants:
+            mine = [p for p in check.pairs if p.variant == variant]
+            of_variant = check_verdict([p.best for p in mine], [p.defaults for p in mine], check.direction, level)
+            lines.append(f"    {_variant_label(variant)}: {_verdict_text(of_variant, f'{of_variant.pairs} pairs')}")
     failed = sum(math.isnan(b) or math.isnan(d) for b, d in zip(best, defaults))
     if failed:
         why = check.error or "see the runs' error column"
@@ -101,6 +99,21 @@ def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
     if warning:
         lines.append(f"  {warning}")
     return lines
+
+
+def _verdict_text(result: CheckVerdict, detail: str) -> str:
+    """``estimate [low, high] (detail): verdict``, naming the value the interval includes when it
+    shows no difference."""
+    text = f"{result.estimate:.4g} [{result.low:.4g}, {result.high:.4g}] ({detail}): {result.verdict}"
+    if result.verdict == "no difference shown":
+        text += f" (the interval includes {'1' if result.scale == 'ratio' else '0'})"
+    return text
+
+
+def _variant_label(variant: str) -> str:
+    """A variant's JSON as ``key=value, ...`` (``base spec`` for the base spec itself)."""
+    values = json.loads(variant)
+    return ", ".join(f"{key}={value}" for key, value in values.items()) or "base spec"
 
 
 def stored_check(frame: pd.DataFrame) -> HeldOutCheck:

@@ -170,6 +170,24 @@ def test_the_command_line_prints_the_verdict_with_the_interval_on_the_log_scale(
     assert shown in html.unescape(block.group(1))
 
 
+def test_with_several_variants_each_gets_its_own_verdict_beside_the_pooled_one(tmp_path):
+    raw = small_raw(variants=[{"workload.load": 0.8}, {"workload.load": 0.95}], trials=2, check={"seeds": 3})
+    outcome = run_tuning(parse_tune_config(raw), tmp_path, backend="serial", progress=False)
+    check = outcome.check
+    assert check is not None and len(check.pairs) == 6
+    lines = held_out_lines(check)
+    for load_value in (0.8, 0.95):
+        mine = [p for p in check.pairs if json.loads(p.variant) == {"workload.load": load_value}]
+        assert [p.seed for p in mine] == check.seeds
+        logs = np.log([p.best / p.defaults for p in mine])
+        half = stats.t.ppf(0.975, 2) * logs.std(ddof=1) / math.sqrt(3)
+        expected = (
+            f"{math.exp(logs.mean()):.4g} [{math.exp(logs.mean() - half):.4g}, {math.exp(logs.mean() + half):.4g}]"
+        )
+        assert any(line.startswith(f"    workload.load={load_value}: {expected} (3 pairs): ") for line in lines), lines
+    assert any("6 pairs" in line for line in lines)
+
+
 def test_a_study_without_a_check_says_its_comparison_is_on_the_tuning_seeds(tmp_path, capsys):
     raw = {k: v for k, v in small_raw().items() if k != "check"}
     path = write_yaml(tmp_path / "small.yaml", raw)
