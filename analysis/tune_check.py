@@ -17,7 +17,6 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -70,7 +69,7 @@ def check_verdict(
     return CheckVerdict(scale, estimate, low, high, len(pairs), verdict)
 
 
-def held_out_lines(check: Any, level: float = 0.95) -> list[str]:
+def held_out_lines(check: HeldOutCheck, level: float = 0.95) -> list[str]:
     """The lines ``tiersweep tune`` prints for a held-out check (a
     :class:`~tiersweep.sweep.tune.HeldOutCheck`): the verdict over all its pairs, then, when the
     study has several variants, the verdict of each (the best may help at one and not another)."""

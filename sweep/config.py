@@ -341,9 +341,16 @@ def check_cell_timeout(value: Any, where: str) -> None:
         raise SpecError(f"{where}: expected 0 (no limit) or at least {SHORTEST_CELL_TIMEOUT} s, got {value!r}")
 
 
-def parse_seeds(raw: Mapping[str, Any], base: Mapping[str, Any]) -> list[int]:
+def parse_seeds(
+    raw: Mapping[str, Any], base: Mapping[str, Any], given: Any = None, *, key: str = "seeds", first: int = 0
+) -> list[int]:
     """The seeds of a sweep or tuning config: ``seeds`` as a list, or a count of seeds derived
     from the config's ``seed`` (default: the base spec's seed alone).
+
+    Args:
+        given: The seeds to read instead of ``raw["seeds"]`` (a tuning config's check seeds),
+            named ``key`` in messages; a count of them derives the replicates from ``first`` on
+            (those after the tuning seeds' own).
 
     Raises:
         SpecError: Not a positive count or a non-empty list of distinct non-negative integers,
@@ -352,20 +359,20 @@ def parse_seeds(raw: Mapping[str, Any], base: Mapping[str, Any]) -> list[int]:
     sweep_seed = raw.get("seed", 0)
     if isinstance(sweep_seed, bool) or not isinstance(sweep_seed, int) or not 0 <= sweep_seed <= MAX_SEED:
         raise SpecError(f"seed: expected an integer from 0 to {MAX_SEED:,}, got {sweep_seed!r}")
-    seeds = raw.get("seeds")
+    seeds = raw.get("seeds") if given is None else given
     if seeds is None:
         return [base.get("seed", 0)]
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         if not 1 <= seeds <= MAX_CELLS:
-            raise SpecError(f"seeds: expected a count from 1 to {MAX_CELLS:,} or a list of seeds, got {seeds}")
-        return [replicate_seed(sweep_seed, r) for r in range(seeds)]
+            raise SpecError(f"{key}: expected a count from 1 to {MAX_CELLS:,} or a list of seeds, got {seeds}")
+        return [replicate_seed(sweep_seed, first + r) for r in range(seeds)]
     if not isinstance(seeds, list) or not seeds:
-        raise SpecError(f"seeds: expected a positive count or a non-empty list of seeds, got {seeds!r}")
+        raise SpecError(f"{key}: expected a positive count or a non-empty list of seeds, got {seeds!r}")
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
-            raise SpecError(f"seeds: expected integers from 0 to {MAX_SEED:,} (stored as 64-bit integers), got {s!r}")
+            raise SpecError(f"{key}: expected integers from 0 to {MAX_SEED:,} (stored as 64-bit integers), got {s!r}")
     if len(set(seeds)) != len(seeds):
-        raise SpecError(f"seeds: repeated seeds in {seeds}")
+        raise SpecError(f"{key}: repeated seeds in {seeds}")
     return list(seeds)
 
 

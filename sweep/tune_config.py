@@ -47,7 +47,6 @@ from typing import Any
 from ..core.errors import SpecError, refuse_unknown_keys
 from ..core.plan import RunPlan
 from ..core.spec import canonical_key, plan_run, set_key
-from .cells import replicate_seed
 from .config import MAX_CELLS, check_header, check_override_keys, parse_seeds
 from .specfile import apply_overrides, check_kind, file_folder, read_spec_file, resolve_key_traces, resolve_spec_traces
 from .tune_pruning import DEFAULT_P_THRESHOLD, PRUNERS
@@ -149,14 +148,9 @@ def _check_seeds(raw: Mapping[str, Any], base: Mapping[str, Any], seeds: list[in
     refuse_unknown_keys(check, ("seeds",), "check")
     if objectives > 1:
         raise SpecError("check: needs one objective (a Pareto front has no one best trial to check)")
-    given = check["seeds"]
-    try:
-        # (Validated as the top-level seeds are; its messages name "seeds:", here "check.seeds:".)
-        chosen = parse_seeds({"seeds": given, "seed": raw.get("seed", 0)}, base)
-    except SpecError as error:
-        raise SpecError(f"check.{error}") from None
-    if isinstance(given, int):
-        chosen = [replicate_seed(raw.get("seed", 0), len(seeds) + r) for r in range(given)]
+    if check["seeds"] is None:  # (to parse_seeds, no seeds given: the base spec's seed)
+        raise SpecError("check.seeds: expected a positive count or a non-empty list of seeds, got None")
+    chosen = parse_seeds(raw, base, check["seeds"], key="check.seeds", first=len(seeds))
     shared = sorted(set(chosen) & set(seeds))
     if shared:
         raise SpecError(

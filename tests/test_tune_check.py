@@ -76,6 +76,7 @@ def test_a_count_of_check_seeds_gives_that_many_distinct_seeds_none_of_them_a_tu
     [
         ({"seeds": [3, 4]}, "check.seeds: [3] are also tuning seeds"),
         ({"seeds": 0}, "check.seeds: expected a count"),
+        ({"seeds": None}, "check.seeds: expected a positive count or a non-empty list of seeds, got None"),
         ({"seeds": [1, 1]}, "check.seeds: repeated seeds"),
         ({"seeds": 2, "other": 1}, "check.other"),
         (8, "check: expected {seeds: a count or a list of seeds}"),
