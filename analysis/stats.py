@@ -2,8 +2,11 @@
 
 An interval respects the range of its quantity (see :func:`mean_interval`): the mean of a
 positive metric gets a positive interval, a share or rate in [0, 1] stays in [0, 1], and a
-ratio of two policies is taken on the log scale (:func:`ratio_interval`). Groups with fewer
-than :data:`MIN_SEEDS` seeds raise a :class:`FewSeedsWarning`.
+ratio of two policies is taken on the log scale (:func:`ratio_interval`), where it is defined:
+a pair with a 0 has no log ratio, and :func:`compare` then refuses the ratio (an
+:class:`UndefinedRatioWarning`) rather than take it over the other pairs; its
+``scale="difference"`` compares by the paired difference. Groups with fewer than
+:data:`MIN_SEEDS` seeds raise a :class:`FewSeedsWarning`.
 
 A group is averaged over seeds only when its rows are runs of one set of inputs: a group whose
 rows differ in a spec column, the trace's content or the simulator is refused
@@ -35,6 +38,7 @@ __all__ = [
     "few_seeds_warning",
     "point_columns",
     "FewSeedsWarning",
+    "UndefinedRatioWarning",
     "MixedPointsError",
     "MIN_SEEDS",
     "SCALES",
@@ -53,6 +57,11 @@ SEED = "seed"
 class FewSeedsWarning(UserWarning):
     """Warned by :func:`summary` and :func:`compare` when a group has fewer than
     :data:`MIN_SEEDS` seeds (the text is :func:`few_seeds_warning`'s)."""
+
+
+class UndefinedRatioWarning(UserWarning):
+    """Warned by :func:`compare` when a group's pairs include a value of 0 (or below) on either
+    side: the ratio on the log scale is undefined there and is reported as nan."""
 
 
 def _warn_few_seeds(counts: Sequence[int]) -> None:
@@ -168,12 +177,14 @@ def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> tuple[float,
 
     A ratio is multiplicative (0.5 and 2 are equally far from 1), and an interval of ratios
     must stay positive: an arithmetic mean with a symmetric interval gives neither (with a few
-    seeds it ran below zero). Non-positive or non-finite ratios are left out; with fewer than
-    two the interval is nan.
+    seeds it ran below zero). Missing (nan) ratios are left out; with fewer than two the
+    interval is nan. A ratio of 0, below 0 or infinite (a 0 on either side of its pair) has no
+    logarithm, and the mean of the others would be biased (those are the most extreme pairs),
+    so then all three are nan.
     """
     ratios = np.asarray(ratios, dtype=float)
-    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
-    if not len(ratios):
+    ratios = ratios[~np.isnan(ratios)]
+    if not len(ratios) or not np.all(np.isfinite(ratios) & (ratios > 0)):
         return (float("nan"), float("nan"), float("nan"))
     logs = np.log(ratios)
     low, high = t_interval(logs, level)
@@ -238,23 +249,36 @@ def compare(
     policy: str = POLICY,
     pair_on: str = SEED,
     level: float = 0.95,
+    scale: str = "ratio",
 ) -> pd.DataFrame:
-    """Ratios of each policy's metric to ``baseline``'s, paired by seed (common random numbers
-    make the pairs meaningful) within each group of ``by``.
+    """Each policy's metric against ``baseline``'s, paired by seed (common random numbers make
+    the pairs meaningful) within each group of ``by``.
+
+    ``scale="ratio"`` (the default) gives policy / baseline on the log scale; it is defined only
+    where every value of the pairs is positive. A 0 on either side (a policy that never waited,
+    a baseline that never migrates) leaves the group's ratio nan with an
+    :class:`UndefinedRatioWarning` naming the metric, group and pairs: a geometric mean of the
+    other pairs would leave out the most extreme ones. ``scale="difference"`` gives the mean of
+    the paired differences policy - baseline with its Student-t interval, defined for any values.
+    A pair with a missing value on either side is left out.
 
     Warns :class:`FewSeedsWarning` when a policy has fewer than :data:`MIN_SEEDS` seeds paired
-    with the baseline's in a group.
+    with the baseline's in a group (for some metric, missing values left out).
 
     Raises:
-        ValueError: The baseline has several rows per group and seed.
+        ValueError: The baseline has several rows per group and seed, or ``scale`` is neither
+            ``"ratio"`` nor ``"difference"``.
         MixedPointsError: The rows of a policy in a group differ in an input column that ``by``
             leaves out (:func:`~tiersweep.sweep.points.check_points`).
 
     Returns:
-        One row per (group, policy other than the baseline): for each metric the geometric
-        mean ratio ``<metric>_ratio`` and its interval ``_ci_low``/``_ci_high`` over the paired
-        seeds, both on the log scale (:func:`ratio_interval`), and ``_n`` pairs.
+        One row per (group, policy other than the baseline): for each metric the geometric mean
+        ratio ``<metric>_ratio`` (or the mean difference ``<metric>_diff``), its interval
+        ``_ci_low``/``_ci_high`` over the paired seeds (:func:`ratio_interval`,
+        :func:`t_interval`), and ``_n`` pairs.
     """
+    if scale not in ("ratio", "difference"):
+        raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
     df = _ok(df)
     by = list(by or [])
     keys = [*by, pair_on]
@@ -262,22 +286,65 @@ def compare(
     base = df[df[policy] == baseline].set_index(keys)[list(metrics)]
     if base.index.has_duplicates:
         raise ValueError(f"baseline {baseline!r} has several rows per {keys}: add the varying keys to 'by'")
-    rows, counts = [], []
+    rows: list[dict] = []
+    counts: list[int] = []
+    undefined: dict[str, list[str]] = {}
     for name, group in df[df[policy] != baseline].groupby([*by, policy], sort=True, dropna=False):
         name = name if isinstance(name, tuple) else (name,)
         row = dict(zip([*by, policy], name))
         joined = group.set_index(keys)[list(metrics)].merge(
             base.add_suffix("__base"), left_index=True, right_index=True, how="inner"
         )
-        counts.append(len(joined))
+        used = []
         for metric in metrics:
-            ratio = (joined[metric] / joined[f"{metric}__base"]).to_numpy(dtype=float)
-            ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
-            mean, low, high = ratio_interval(ratio, level)
-            row[f"{metric}_ratio"] = mean
+            value = joined[metric].to_numpy(dtype=float)
+            reference = joined[f"{metric}__base"].to_numpy(dtype=float)
+            present = ~(np.isnan(value) | np.isnan(reference))
+            value, reference = value[present], reference[present]
+            if scale == "difference":
+                estimate = float(np.mean(value - reference)) if len(value) else np.nan
+                low, high = t_interval(value - reference, level)
+            else:
+                zeros = int(np.count_nonzero((value <= 0) | (reference <= 0)))
+                if zeros:
+                    undefined.setdefault(metric, []).append(
+                        f"{_group_label(row, by, policy)} ({zeros} of {len(value)} pairs)"
+                    )
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    estimate, low, high = ratio_interval(value / reference, level)
+            row[f"{metric}_{'ratio' if scale == 'ratio' else 'diff'}"] = estimate
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high
-            row[f"{metric}_n"] = len(ratio)
+            row[f"{metric}_n"] = len(value)
+            used.append(len(value))
+        # (The seeds a metric's pairs actually have: a missing value leaves its pair out.)
+        counts.append(min((n for n in used if n), default=0))
         rows.append(row)
     _warn_few_seeds(counts)
+    if undefined:
+        warnings.warn(
+            f"compare against {baseline!r}: a ratio on the log scale is undefined where a paired value is 0 "
+            f"(left nan: the other pairs alone would leave out the most extreme ones): "
+            f"{'; '.join(_listed(metric, groups) for metric, groups in undefined.items())}; "
+            f"compare these by difference (scale='difference')",
+            UndefinedRatioWarning,
+            stacklevel=2,
+        )
     return pd.DataFrame(rows)
+
+
+#: Groups an :class:`UndefinedRatioWarning` names per metric (the rest are counted).
+GROUPS_NAMED = 3
+
+
+def _listed(metric: str, groups: Sequence[str]) -> str:
+    """``metric in N group(s): the first few, and K more``."""
+    named = ", ".join(groups[:GROUPS_NAMED])
+    more = f", and {len(groups) - GROUPS_NAMED} more" if len(groups) > GROUPS_NAMED else ""
+    return f"{metric} in {len(groups)} group(s): {named}{more}"
+
+
+def _group_label(row: Mapping[str, object], by: Sequence[str], policy: str) -> str:
+    """``policy at key=value, ...`` for a row of :func:`compare`."""
+    where = ", ".join(f"{key}={row[key]}" for key in by)
+    return f"{row[policy]} at {where}" if where else str(row[policy])
