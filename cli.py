@@ -468,9 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="measure simulator speed on real logs (FCFS and EASY)",
+        help="measure simulator speed: EASY on real logs, the tiered policies at cluster scale",
         description="Time FCFS and EASY on the full KTH-SP2, CTC-SP2 and HPC2N logs and print "
-        "jobs simulated per second, then time `tiersweep run` as a whole process.",
+        "jobs simulated per second, then time `tiersweep run` as a whole process; with --scale, "
+        "the consolidation policies, KEASY and REASY at cluster scale instead (ratios to EASY, "
+        "peak memory, the compiled or Python path); with --sweep, a sweep's per-cell overhead.",
     )
     bench.add_argument("--traces", help=f"folder holding the logs [{BENCH_TRACE_FOLDER}]")
     bench.add_argument(
