@@ -471,8 +471,9 @@ def test_paper_001s_vm_max_ratios_are_read_per_selector_without_an_interval():
 
 
 def test_the_most_migrations_of_a_run_is_a_range_claim():
-    # Total migrations = per job x jobs: bgmbf at load 0.5 gives 300, 340, 320 (mean 320, t
-    # interval 320 +- 4.3027 x 20 / sqrt(3) = [270.3, 369.7]); at 0.9 every seed 100 (deterministic).
+    # Total migrations = per job x jobs: bgmbf at load 0.5 gives 300, 340, 320 (mean 320, an
+    # interval of about [274, 374] on the positive scale; Student's t, 320 +- 4.3027 x 20 /
+    # sqrt(3), would give [270.3, 369.7]); at 0.9 every seed 100 (deterministic).
     cell = {"status": "ok", "policy.name": "bgmbf", "jobs": 1000}
     rows = [
         {**cell, "seed": s, "workload.load": 0.5, "migrations_per_job": v} for s, v in enumerate((0.30, 0.34, 0.32))
@@ -483,6 +484,20 @@ def test_the_most_migrations_of_a_run_is_a_range_claim():
     assert verdict.holds and "load 0.9: 100 (deterministic)" in verdict.text
     assert not most_migrations(200.0, 20.0)(runs).holds  # 320's interval lies wholly above 220
     assert not most_migrations(500.0, 50.0)(runs).holds  # the best does not reach 450
+
+
+def test_the_interval_of_a_run_s_migrations_stays_positive():
+    # Totals 0, 20 and 100 (mean 40, sd 52.9): Student's t gives 40 +- 4.3027 x 52.9 / sqrt(3)
+    # = [-91.4, 171.4], a negative count. A count's interval stays at or above 0 (the positive
+    # scale of summary(): here, with a zero among the values, the delta method on the log scale).
+    cell = {"status": "ok", "policy.name": "bgmbf", "jobs": 1000, "workload.load": 0.9}
+    runs = pd.DataFrame([{**cell, "seed": s, "migrations_per_job": v} for s, v in enumerate((0.0, 0.02, 0.1))])
+    verdict = most_migrations(350.0, 35.0)(runs)
+    # 40 exp(-+ t sd / (40 sqrt 3)), sd = sqrt(2800): [1.49, 1070]
+    half = 4.302652729911275 * math.sqrt(2800.0) / (40.0 * math.sqrt(3))
+    low, high = 40.0 * math.exp(-half), 40.0 * math.exp(half)
+    assert 0 < low < 40 < high
+    assert f"load 0.9: 40 [{low:.0f}, {high:.0f}]" in verdict.text
 
 
 # -- every row evaluates on a runs table shaped like its config ------------------------------------------
