@@ -323,7 +323,7 @@ def compare(
     _warn_few_seeds(counts)
     if undefined:
         warnings.warn(
-            f"compare against {baseline!r}: a ratio on the log scale is undefined where a paired value is 0 "
+            f"compare against {baseline!r}: a ratio on the log scale is undefined where a paired value is 0 or below "
             f"(left nan: the other pairs alone would leave out the most extreme ones): "
             f"{'; '.join(_listed(metric, groups) for metric, groups in undefined.items())}; "
             f"compare these by difference (scale='difference')",

@@ -133,3 +133,11 @@ def test_the_warning_names_a_few_groups_per_metric_and_counts_the_rest():
     message = str(caught[0].message)
     assert "migrations_per_job in 5 group(s)" in message and "and 2 more" in message
     assert "amcbf at workload.load=0.5 (3 of 3 pairs)" in message and "workload.load=0.9" not in message
+
+
+def test_a_negative_value_has_no_log_ratio_either():
+    # A metric of any sign (a gain, a difference of times) cannot be compared by ratio.
+    frame = _frame([10.0, 20.0, 40.0], [-5.0, 12.0, 20.0], metric="gain")
+    with pytest.warns(UndefinedRatioWarning, match=r"0 or below.*gain in 1 group\(s\).*\(1 of 3 pairs\)"):
+        row = compare(frame, baseline="easy", metrics=["gain"], by=["workload.load"]).iloc[0]
+    assert math.isnan(row["gain_ratio"])
