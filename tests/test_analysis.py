@@ -283,6 +283,13 @@ def test_example_notebook_runs_on_a_sweep(swept, tmp_path, monkeypatch):
     assert namespace["results"] == results
     assert is_png(results / "notebook_figures" / "load.png")
     assert len(namespace["table"]) == 4 and len(namespace["ratios"]) == 2
+    # EASY never migrates: the migrations are compared by difference, each policy's own mean.
+    runs = namespace["runs"]
+    assert len(namespace["migrations"]) == 2
+    for _, row in namespace["migrations"].iterrows():
+        mine = (runs["policy.name"] == row["policy.name"]) & (runs["workload.load"] == row["workload.load"])
+        own = runs.loc[mine, "migrations_per_job"].mean()
+        assert row["migrations_per_job_diff"] == pytest.approx(own) and row["migrations_per_job_n"] == mine.sum()
     # With nothing to read it says where it looked, at the first cell.
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="looked in"):
