@@ -39,6 +39,7 @@ __all__ = [
     "point_columns",
     "FewSeedsWarning",
     "UndefinedRatioWarning",
+    "MissingBaselineWarning",
     "MixedPointsError",
     "MIN_SEEDS",
     "SCALES",
@@ -62,6 +63,11 @@ class FewSeedsWarning(UserWarning):
 class UndefinedRatioWarning(UserWarning):
     """Warned by :func:`compare` when a group's pairs include a value of 0 (or below) on either
     side: the ratio on the log scale is undefined there and is reported as nan."""
+
+
+class MissingBaselineWarning(UserWarning):
+    """Warned by :func:`compare` when the baseline has no run paired with a group's (it was not
+    run at that setting of ``by``): those rows are nan, with ``_n`` 0."""
 
 
 def _warn_few_seeds(counts: Sequence[int]) -> None:
@@ -250,6 +256,7 @@ def compare(
     pair_on: str = SEED,
     level: float = 0.95,
     scale: str = "ratio",
+    match: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Each policy's metric against ``baseline``'s, paired by seed (common random numbers make
     the pairs meaningful) within each group of ``by``.
@@ -262,12 +269,19 @@ def compare(
     the paired differences policy - baseline with its Student-t interval, defined for any values.
     A pair with a missing value on either side is left out.
 
+    The baseline's run paired with a policy's is the one of the same seed at the same setting
+    of the keys in ``match`` (default: all of ``by``). A baseline run at one setting of a key
+    the other policies vary (EASY, which does not migrate, at one migration cost) is compared
+    with every setting of that key when ``match`` leaves it out. A group with no baseline run to
+    pair is nan, with a :class:`MissingBaselineWarning` naming it and the ``match`` that would
+    pair it.
+
     Warns :class:`FewSeedsWarning` when a policy has fewer than :data:`MIN_SEEDS` seeds paired
     with the baseline's in a group (for some metric, missing values left out).
 
     Raises:
-        ValueError: The baseline has several rows per group and seed, or ``scale`` is neither
-            ``"ratio"`` nor ``"difference"``.
+        ValueError: The baseline has several rows per setting of ``match`` and seed, ``match``
+            names a key not in ``by``, or ``scale`` is neither ``"ratio"`` nor ``"difference"``.
         MixedPointsError: The rows of a policy in a group differ in an input column that ``by``
             leaves out (:func:`~tiersweep.sweep.points.check_points`).
 
@@ -281,20 +295,28 @@ def compare(
         raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
     df = _ok(df)
     by = list(by or [])
-    keys = [*by, pair_on]
+    matched = list(by) if match is None else list(match)
+    for key in matched:
+        if key not in by:
+            raise ValueError(f"match: {key!r} is not a key of by ({', '.join(by) or 'none'})")
+    keys = [*matched, pair_on]
     check_points(df, [*by, policy], "compare")
-    base = df[df[policy] == baseline].set_index(keys)[list(metrics)]
+    baseline_rows = df[df[policy] == baseline]
+    base = baseline_rows.set_index(keys)[list(metrics)]
     if base.index.has_duplicates:
-        raise ValueError(f"baseline {baseline!r} has several rows per {keys}: add the varying keys to 'by'")
+        raise ValueError(f"baseline {baseline!r} has several rows per {keys}: add the varying keys to 'by' and 'match'")
     rows: list[dict] = []
     counts: list[int] = []
     undefined: dict[str, list[str]] = {}
+    unpaired: list[str] = []
     for name, group in df[df[policy] != baseline].groupby([*by, policy], sort=True, dropna=False):
         name = name if isinstance(name, tuple) else (name,)
         row = dict(zip([*by, policy], name))
         joined = group.set_index(keys)[list(metrics)].merge(
             base.add_suffix("__base"), left_index=True, right_index=True, how="inner"
         )
+        if joined.empty:
+            unpaired.append(_group_label(row, by, policy))
         used = []
         for metric in metrics:
             value = joined[metric].to_numpy(dtype=float)
@@ -308,7 +330,7 @@ def compare(
                 zeros = int(np.count_nonzero((value <= 0) | (reference <= 0)))
                 if zeros:
                     undefined.setdefault(metric, []).append(
-                        f"{_group_label(row, by, policy)} ({zeros} of {len(value)} pairs)"
+                        f"{_group_label(row, by, policy)}: {zeros} of {len(value)} pairs"
                     )
                 with np.errstate(divide="ignore", invalid="ignore"):
                     estimate, low, high = ratio_interval(value / reference, level)
@@ -321,11 +343,25 @@ def compare(
         counts.append(min((n for n in used if n), default=0))
         rows.append(row)
     _warn_few_seeds(counts)
+    if unpaired:
+        fixed = [key for key in matched if baseline_rows[key].nunique(dropna=False) <= 1]
+        hint = (
+            f"; it is run at one setting of {', '.join(fixed)}: to compare every group with that run, "
+            f"match=[{', '.join(repr(k) for k in matched if k not in fixed)}]"
+            if fixed
+            else ""
+        )
+        warnings.warn(
+            f"compare: the baseline {baseline!r} has no run in {len(unpaired)} group(s) to pair with "
+            f"(left nan): {_some(unpaired)}{hint}",
+            MissingBaselineWarning,
+            stacklevel=2,
+        )
     if undefined:
         warnings.warn(
             f"compare against {baseline!r}: a ratio on the log scale is undefined where a paired value is 0 or below "
             f"(left nan: the other pairs alone would leave out the most extreme ones): "
-            f"{'; '.join(_listed(metric, groups) for metric, groups in undefined.items())}; "
+            f"{'; '.join(f'{name} in {len(groups)} group(s): {_some(groups)}' for name, groups in undefined.items())}; "
             f"compare these by difference (scale='difference')",
             UndefinedRatioWarning,
             stacklevel=2,
@@ -333,18 +369,17 @@ def compare(
     return pd.DataFrame(rows)
 
 
-#: Groups an :class:`UndefinedRatioWarning` names per metric (the rest are counted).
+#: Groups a warning of :func:`compare` names (per metric; the rest are counted).
 GROUPS_NAMED = 3
 
 
-def _listed(metric: str, groups: Sequence[str]) -> str:
-    """``metric in N group(s): the first few, and K more``."""
-    named = ", ".join(groups[:GROUPS_NAMED])
+def _some(groups: Sequence[str]) -> str:
+    """``the first few, and K more`` of ``groups`` (at most :data:`GROUPS_NAMED` named)."""
     more = f", and {len(groups) - GROUPS_NAMED} more" if len(groups) > GROUPS_NAMED else ""
-    return f"{metric} in {len(groups)} group(s): {named}{more}"
+    return ", ".join(groups[:GROUPS_NAMED]) + more
 
 
 def _group_label(row: Mapping[str, object], by: Sequence[str], policy: str) -> str:
-    """``policy at key=value, ...`` for a row of :func:`compare`."""
+    """``policy (key=value, ...)`` for a row of :func:`compare`."""
     where = ", ".join(f"{key}={row[key]}" for key in by)
-    return f"{row[policy]} at {where}" if where else str(row[policy])
+    return f"{row[policy]} ({where})" if where else str(row[policy])
