@@ -345,12 +345,16 @@ def compare(
     _warn_few_seeds(counts)
     if unpaired:
         fixed = [key for key in matched if baseline_rows[key].nunique(dropna=False) <= 1]
-        hint = (
-            f"; it is run at one setting of {', '.join(fixed)}: to compare every group with that run, "
-            f"match=[{', '.join(repr(k) for k in matched if k not in fixed)}]"
-            if fixed
-            else ""
-        )
+        if baseline_rows.empty:
+            names = ", ".join(repr(str(name)) for name in sorted(df[policy].dropna().astype(str).unique()))
+            hint = f"; it has no run at all (the runs' {policy}: {names})"
+        elif fixed:
+            hint = (
+                f"; it is run at one setting of {', '.join(fixed)}: to compare every group with that run, "
+                f"match=[{', '.join(repr(k) for k in matched if k not in fixed)}]"
+            )
+        else:
+            hint = ""
         warnings.warn(
             f"compare: the baseline {baseline!r} has no run in {len(unpaired)} group(s) to pair with "
             f"(left nan): {_some(unpaired)}{hint}",

@@ -62,3 +62,11 @@ def test_a_baseline_with_several_rows_per_matched_setting_is_refused():
     frame = pd.concat([frame, frame.assign(**{COST: 600}).query("`policy.name` == 'easy'")])
     with pytest.raises(ValueError, match="has several rows per"):
         compare(frame, baseline="easy", metrics=["mean_bsld"], by=[COST], match=[])
+
+
+def test_a_baseline_with_no_run_at_all_is_said_to_have_none():
+    # A misspelt baseline: every group is unpaired, and the hint lists the policies there are.
+    expected = r"'EASY' has no run in 4 group\(s\).*no run at all.*'amcbf', 'easy'"
+    with pytest.warns(MissingBaselineWarning, match=expected):
+        table = compare(_frame(), baseline="EASY", metrics=["mean_bsld"], by=[COST])
+    assert table["mean_bsld_ratio"].isna().all()
