@@ -34,6 +34,7 @@ __all__ = [
     "t_interval",
     "mean_interval",
     "ratio_interval",
+    "paired_interval",
     "metric_scale",
     "few_seeds_warning",
     "point_columns",
@@ -197,6 +198,31 @@ def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> tuple[float,
     return (float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)))
 
 
+#: The scales of a paired comparison (:func:`paired_interval`).
+PAIRED_SCALES = ("ratio", "difference")
+
+
+def paired_interval(
+    values: Sequence[float], references: Sequence[float], scale: str = "ratio", level: float = 0.95
+) -> tuple[float, float, float]:
+    """``values`` against ``references``, paired element by element: the estimate and its
+    confidence interval. ``ratio``: the geometric mean of ``values / references`` with its
+    interval on the log scale (:func:`ratio_interval`; nan when a value of a pair is 0 or
+    below). ``difference``: the mean of ``values - references`` with its Student-t interval
+    (:func:`t_interval`). Pairs with a missing value are left out; with none, all nan."""
+    if scale not in PAIRED_SCALES:
+        raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
+    value = np.asarray(values, dtype=float)
+    reference = np.asarray(references, dtype=float)
+    present = ~(np.isnan(value) | np.isnan(reference))
+    value, reference = value[present], reference[present]
+    if scale == "difference":
+        estimate = float(np.mean(value - reference)) if len(value) else float("nan")
+        return (estimate, *t_interval(value - reference, level))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ratio_interval(value / reference, level)
+
+
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"] == "ok"] if "status" in df.columns else df
 
@@ -291,7 +317,7 @@ def compare(
         ``_ci_low``/``_ci_high`` over the paired seeds (:func:`ratio_interval`,
         :func:`t_interval`), and ``_n`` pairs.
     """
-    if scale not in ("ratio", "difference"):
+    if scale not in PAIRED_SCALES:
         raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
     df = _ok(df)
     by = list(by or [])
@@ -323,17 +349,11 @@ def compare(
             reference = joined[f"{metric}__base"].to_numpy(dtype=float)
             present = ~(np.isnan(value) | np.isnan(reference))
             value, reference = value[present], reference[present]
-            if scale == "difference":
-                estimate = float(np.mean(value - reference)) if len(value) else np.nan
-                low, high = t_interval(value - reference, level)
-            else:
-                zeros = int(np.count_nonzero((value <= 0) | (reference <= 0)))
-                if zeros:
-                    undefined.setdefault(metric, []).append(
-                        f"{_group_label(row, by, policy)}: {zeros} of {len(value)} pairs"
-                    )
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    estimate, low, high = ratio_interval(value / reference, level)
+            zeros = int(np.count_nonzero((value <= 0) | (reference <= 0)))
+            if scale == "ratio" and zeros:
+                label = _group_label(row, by, policy)
+                undefined.setdefault(metric, []).append(f"{label}: {zeros} of {len(value)} pairs")
+            estimate, low, high = paired_interval(value, reference, scale, level)
             row[f"{metric}_{'ratio' if scale == 'ratio' else 'diff'}"] = estimate
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..sweep.summary import few_seeds_warning
 from ..sweep.tune import CheckPair, HeldOutCheck
-from .stats import ratio_interval, t_interval
+from .stats import paired_interval
 
 __all__ = ["CheckVerdict", "check_verdict", "held_out_lines", "stored_check"]
 
@@ -52,14 +52,9 @@ def check_verdict(
     """Compare paired values of the best trial and the defaults (see the module docstring);
     pairs with a nan (a failed cell) are left out. ``direction``: ``minimize`` or ``maximize``."""
     pairs = [(b, d) for b, d in zip(best, defaults) if not (math.isnan(b) or math.isnan(d))]
-    if pairs and all(b > 0 and d > 0 for b, d in pairs):
-        scale, none = "ratio", 1.0
-        estimate, low, high = ratio_interval([b / d for b, d in pairs], level)
-    else:
-        scale, none = "difference", 0.0
-        differences = [b - d for b, d in pairs]
-        estimate = math.fsum(differences) / len(differences) if differences else math.nan
-        low, high = t_interval(differences, level)
+    positive = bool(pairs) and all(b > 0 and d > 0 for b, d in pairs)
+    scale, none = ("ratio", 1.0) if positive else ("difference", 0.0)
+    estimate, low, high = paired_interval([b for b, _ in pairs], [d for _, d in pairs], scale, level)
     if math.isnan(low) or low <= none <= high:
         verdict = "no difference shown"
     elif (high < none) == (direction == "minimize"):
