@@ -25,7 +25,8 @@ seeds are unbiased estimates).
 
 A convergence check recomputes the indices at ``n/4`` and ``n/2`` of the units: where they
 still move by more than :data:`CONVERGED` between ``n/2`` and ``n``, or an interval is wider
-than :data:`WIDE`, the result says that ``n`` is too small. Warnings name each negative
+than :data:`WIDE`, the result says that ``n`` is too small, by how much, and which ``n`` would
+narrow the intervals enough (they narrow as 1/sqrt(n)). Warnings name each negative
 estimate and each interval that spans zero.
 
 Screening (:func:`compare_rankings`): the parameters' ranking by a Morris screening (short
@@ -419,7 +420,11 @@ def _warnings(table: pd.DataFrame, method: str, units: int, missing: int, seeds:
     return out
 
 
-def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tuple[pd.DataFrame, bool]:
+def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tuple[pd.DataFrame, bool, str]:
+    """The indices at n/4, n/2 and n units (a frame), whether ``n`` is large enough, and if not,
+    why, in figures: the largest change of the ranking score between n/2 and n and its widest
+    interval (Morris: as shares of the largest ``mu_star``, its units being the metric's), with
+    the ``n`` at which the intervals would reach :data:`WIDE`."""
     n = y.shape[0]
     sizes = sorted({max(2, n // 4), max(2, n // 2), n})
     rows = []
@@ -435,14 +440,30 @@ def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tu
                 rows.append((size, key, name, float(point[name][i]), low, high))
         estimates[size] = (point[score], bounds[score])
     frame = pd.DataFrame(rows, columns=["units", "parameter", "index", "estimate", "low", "high"])
+    if len(sizes) < 2 or n < 4:
+        return frame, False, f"{n} units are too few to check (at least 4)"
     full, (low, high) = estimates[n]
     scale = np.nanmax(np.abs(full)) if method == "morris" else 1.0
     scale = scale if scale and np.isfinite(scale) else 1.0
-    converged = len(sizes) >= 2 and n >= 4
-    if converged:
-        half = estimates[sizes[-2]][0]
-        converged = bool(np.nanmax(np.abs(full - half)) / scale <= CONVERGED and np.nanmax(high - low) / scale <= WIDE)
-    return frame, converged
+    moved = np.abs(full - estimates[sizes[-2]][0]) / scale
+    width = (high - low) / scale
+    if np.all(np.isnan(moved)) or np.all(np.isnan(width)):
+        return frame, False, f"{score} is undefined (nan) at n={n}"
+    worst_move, worst_width = int(np.nanargmax(moved)), int(np.nanargmax(width))
+    if moved[worst_move] <= CONVERGED and width[worst_width] <= WIDE:
+        return frame, True, ""
+    share = " of the largest mu_star" if method == "morris" else ""
+    # Interval widths shrink as 1/sqrt(n): the n at which the widest reaches WIDE.
+    wanted = max(2 * n, math.ceil(n * (width[worst_width] / WIDE) ** 2))
+    if method == "sobol":
+        wanted = 1 << (wanted - 1).bit_length()  # (a Sobol design's n is a power of 2)
+    why = (
+        f"{score} of {design.keys[worst_move]} moved by {moved[worst_move]:.3g}{share} between n/2 and n "
+        f"(at most {CONVERGED}), and the widest interval, {design.keys[worst_width]}'s, is "
+        f"{width[worst_width]:.3g}{share} wide (at most {WIDE}); intervals narrow as 1/sqrt(n): "
+        f"try sample.n: {wanted}"
+    )
+    return frame, False, why
 
 
 def analyse(
@@ -515,17 +536,14 @@ def analyse(
                     [(a, b, point["S2"][k], bounds["S2"][0][k], bounds["S2"][1][k]) for k, (a, b) in enumerate(pairs)],
                     columns=["a", "b", "S2", "S2_low", "S2_high"],
                 )
-            convergence, converged = _convergence(
+            convergence, converged, why = _convergence(
                 design.method, y, u, design, second_order, min(resamples, 200), confidence, rng
             )
             notes = _warnings(table, design.method, len(y), int((~complete).sum()), len(config.seeds))
             if not np.nanvar(y) > 0:
                 notes.insert(0, f"{metric} is the same at every design point and seed: it has no variance to share out")
             if not converged:
-                notes.append(
-                    f"n={len(y)} units look too small: indices still move by more than {CONVERGED} between n/2 and n "
-                    f"or an interval is wider than {WIDE}; increase sample.n"
-                )
+                notes.append(f"n={len(y)} units look too small: {why}")
             score = {"sobol": "ST", "morris": "mu_star"}.get(design.method, "S1")
             out.append(
                 MetricSensitivity(

@@ -349,3 +349,28 @@ def test_a_sampled_range_the_spec_refuses_is_named_by_its_end(tmp_path):
         }
     )
     assert len(expand(fine)) == 4 * 2  # (with one parameter AB_1 is B: the same cell, stored once)
+
+
+@pytest.mark.parametrize("method, n", [("morris", 4), ("sobol", 4)])
+def test_a_study_too_small_says_by_how_much_and_which_n_would_do(tmp_path, method, n):
+    # The warning used to give the limits alone ("more than 0.05 ... wider than 0.2"), which
+    # for Morris are shares of the largest mu_star, not the metric's units the table shows.
+    out = tmp_path / "out"
+    config = load_sweep_config(config_file(tmp_path, method, n, seeds=2))
+    run_sweep(config, out, backend="serial", progress=False)
+    (m,) = analyse(out / method, metrics=["ishigami"], resamples=200).metrics
+    assert not m.converged
+    (warning,) = [w for w in m.warnings if "look too small" in w]
+    # The figures, recomputed from the convergence table the result carries.
+    c = m.convergence[m.convergence["index"] == m.score].set_index(["units", "parameter"])
+    full, half = c.xs(n, level="units"), c.xs(n // 2, level="units")
+    scale = full["estimate"].abs().max() if method == "morris" else 1.0
+    moved = ((full["estimate"] - half["estimate"]).abs() / scale).sort_values()
+    width = ((full["high"] - full["low"]) / scale).sort_values()
+    share = " of the largest mu_star" if method == "morris" else ""
+    assert f"{m.score} of {moved.index[-1]} moved by {moved.iloc[-1]:.3g}{share} between n/2 and n" in warning
+    assert f"the widest interval, {width.index[-1]}'s, is {width.iloc[-1]:.3g}{share} wide" in warning
+    wanted = max(2 * n, math.ceil(n * (width.iloc[-1] / 0.2) ** 2))
+    if method == "sobol":
+        wanted = 2 ** math.ceil(math.log2(wanted))
+    assert warning.endswith(f"try sample.n: {wanted}") and wanted > n
