@@ -331,7 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a cell after SECONDS and store it as failed (0: no limit) [the config's cell_timeout, else "
         "20 x the cell's expected time, at least 60 s]",
     )
-    sweep.add_argument("--dry-run", action="store_true", help="list the cells and which are stored; compute nothing")
+    sweep.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the cells and which are stored, and the CPU time those to compute are expected to take "
+        "(once some cells of the sweep are stored); compute nothing",
+    )
 
     tune = sub.add_parser(
         "tune",

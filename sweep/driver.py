@@ -19,7 +19,7 @@ from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
 
-__all__ = ["SweepOutcome", "run_sweep", "plan", "BATCH_SECONDS", "SUMMARY_METRICS"]
+__all__ = ["SweepOutcome", "run_sweep", "plan", "stored_runs", "BATCH_SECONDS", "SUMMARY_METRICS"]
 
 
 @dataclass
@@ -141,7 +141,7 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        estimate = estimate_cells(todo, _stored_runs(store, todo) if todo else None)
+        estimate = estimate_cells(todo, stored_runs(store, todo) if todo else None)
         costs = estimate.costs
         limit = config.cell_timeout if cell_timeout is None else cell_timeout
         limits = cell_time_limits(estimate) if limit is None else [limit or None] * len(todo)
@@ -220,7 +220,7 @@ def run_sweep(
         )
 
 
-def _stored_runs(store: Store, cells: Sequence[Cell]) -> Any:
+def stored_runs(store: Store, cells: Sequence[Cell]) -> Any:
     """Every stored run of the folder (all code digests) with the columns the cost estimate
     of ``cells`` reads, or None when there are none."""
     table = read_table(store.runs, latest_only=False, columns=columns_read(cells))

@@ -25,6 +25,7 @@ from tiersweep.core.spec import validate_spec
 from tiersweep.sweep.cells import canonical_json, cell_id, flatten, replicate_seed
 from tiersweep.sweep.config import expand, load_sweep_config, parse_sweep_config
 from tiersweep.sweep.driver import run_sweep
+from tiersweep.sweep.estimate import CellEstimate, expected_time_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -510,6 +511,12 @@ def _dry_run(capsys, config_path: Path, out: Path) -> tuple[str, list[str]]:
     return lines[0], lines[1:]
 
 
+def _split_expected(rows: list[str]) -> tuple[list[str], str]:
+    """The cell rows of a dry run, and its closing line of expected time."""
+    assert rows[-1].startswith("expected time: "), rows[-1]
+    return rows[:-1], rows[-1]
+
+
 def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
     raw = small_raw(name="dry")
     path = write_yaml(tmp_path / "dry.yaml", raw)
@@ -517,7 +524,11 @@ def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
     cells = expand(parse_sweep_config(raw))
 
     header, rows = _dry_run(capsys, path, out)
+    rows, expected = _split_expected(rows)
     assert re.search(r"\b8 cells, 0 stored\b.*, 8 to compute$", header), header
+    # Nothing stored: the cost formula has no unit yet, and the line says how to get one.
+    assert expected.startswith("expected time: not known before some of its cells are stored")
+    assert expected.endswith("--max-cells 4 and dry-run again")
     assert len(rows) == 8
     for cell, row in zip(cells, rows):
         assert row.split()[:2] == [str(cell.index), cell.cell_id]
@@ -527,8 +538,27 @@ def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
 
     run_sweep(parse_sweep_config(raw), out, backend="serial", max_cells=3, progress=False)
     header, rows = _dry_run(capsys, path, out)
+    rows, expected = _split_expected(rows)
     assert re.search(r"\b8 cells, 3 stored\b.*, 5 to compute$", header), header
     assert [row.split()[3] for row in rows] == ["stored"] * 3 + ["todo"] * 5
+    # Cell 3 is cell 2 at its other seed (its stored wall time stands for it); the four AMCBF
+    # cells come from the formula scaled by the three stored runs.
+    assert re.fullmatch(
+        r"expected time: about \d+ s of CPU for the 5 cells to compute \(1 from their other seeds' stored runs; "
+        r"4 from the cost formula scaled by 3 stored runs\), some \d+ s on this machine's \d+ CPUs",
+        expected,
+    ), expected
+
+
+def test_the_expected_time_line_adds_the_cells_and_divides_by_the_cpus():
+    estimate = CellEstimate([30.0, 60.0, 6000.0], True, [True, False, False], [1.0, 2.0, 200.0], 7)
+    assert expected_time_line(estimate, cpus=2) == (
+        "expected time: about 1.7 h of CPU for the 3 cells to compute (1 from their other seeds' stored runs; "
+        "2 from the cost formula scaled by 7 stored runs), some 51 min on this machine's 2 CPUs"
+    )
+    assert expected_time_line(CellEstimate([], True, [], [], 1)) == "expected time: none (nothing to compute)"
+    unscaled = CellEstimate([1.0, 2.0], False, [False, False], [1.0, 2.0])
+    assert "--max-cells 2 and dry-run again" in expected_time_line(unscaled)
 
 
 def test_grids_are_the_union_of_their_cartesian_products():
