@@ -153,7 +153,11 @@ def run_sweep(
         points = cell_points(todo)
         point_of = {cell.cell_id: point for cell, point in zip(todo, points)}
         # (Restarted once the backend is up: its start-up is not work.)
-        eta = Eta([cost_of[cell.cell_id] for cell in todo], points=points)
+        eta = Eta(
+            [cost_of[cell.cell_id] for cell in todo],
+            points=points,
+            seconds_per_cost=1.0 if estimate.in_seconds else None,
+        )
         again_for_jobs = sum(1 for c in todo if c.cell_id in lacking)  # stored, computed again for --jobs
         if todo and lock.read_only:
             raise TiersweepError(
@@ -190,8 +194,8 @@ def run_sweep(
             with runner:
                 if todo:
                     runner.start()
-                    eta.restart()
-                    bar = _progress(len(todo), progress)
+                    eta.restart(runner.workers)
+                    bar = _progress(len(todo), progress, f"{eta.text()} left")
                 runner.submit(todo, limits)
                 while runner.busy:
                     runner.step_drawing(bar)
@@ -227,9 +231,9 @@ def stored_runs(store: Store, cells: Sequence[Cell]) -> Any:
     return table.to_pandas() if table.num_rows else None
 
 
-def _progress(total: int, enabled: bool) -> Any:
+def _progress(total: int, enabled: bool, postfix: str = "? left") -> Any:
     """A progress bar in cells whose time left is the cost-weighted estimate (:class:`Eta`,
-    in the postfix), not tqdm's own from cell counts."""
+    in the postfix, first ``postfix``), not tqdm's own from cell counts."""
     if not enabled:
         return None
     from tqdm import tqdm
@@ -240,5 +244,5 @@ def _progress(total: int, enabled: bool) -> Any:
         desc="cells",
         dynamic_ncols=True,
         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
-        postfix="? left",
+        postfix=postfix,
     )

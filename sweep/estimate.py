@@ -428,6 +428,10 @@ class Eta:
         clock: Seconds since an arbitrary origin (a parameter for tests).
         points: The point of every task (any hashable; tasks of one point are expected to take
             the same time), or None (no task stands for another).
+        seconds_per_cost: Seconds per unit of cost where stored runs calibrated the costs
+            (:func:`estimate_cells`: 1.0 when its costs are in seconds), or None. With it, the
+            time left before the first task finishes is the costs' seconds over the workers
+            (:meth:`restart`), not unknown: a sweep of cells of minutes says from its start.
     """
 
     def __init__(
@@ -435,12 +439,15 @@ class Eta:
         costs: Sequence[float],
         clock: Callable[[], float] = time.monotonic,
         points: Sequence[Hashable] | None = None,
+        seconds_per_cost: float | None = None,
     ) -> None:
         self.total = float(sum(costs))
         self.done = 0.0
         self._walls = 0.0  # the finished tasks' wall times (their costs where none is given)
         self._clock = clock
         self._started = clock()
+        self._seconds_per_cost = seconds_per_cost
+        self._workers = 1
         # Per point: the tasks left and their expected cost; the wall times of those finished.
         self._left: dict[Hashable, list[float]] = {}
         self._measured: dict[Hashable, list[float]] = {}
@@ -454,9 +461,10 @@ class Eta:
         self._measured_wall = 0.0
         self._measured_cost = 0.0
 
-    def restart(self) -> None:
-        """Count elapsed time from now (the work starts now)."""
+    def restart(self, workers: int = 1) -> None:
+        """Count elapsed time from now (the work starts now, on ``workers`` at once)."""
         self._started = self._clock()
+        self._workers = max(1, int(workers))
 
     def finished(self, cost: float, *, point: Hashable = None, wall: float | None = None) -> None:
         """A task of expected cost ``cost`` has finished (of ``point``, taking ``wall`` seconds of
@@ -486,9 +494,12 @@ class Eta:
             self._measured_cost += sign * cost
 
     def remaining_seconds(self) -> float | None:
-        """Seconds left, or None before anything finished."""
+        """Seconds left, or None before anything finished (unless the costs are calibrated:
+        then their seconds over the workers, standing until a task finishes)."""
         if self.done <= 0 or self._walls <= 0:
-            return None
+            if self._seconds_per_cost is None or self.done > 0:
+                return None
+            return self.total * self._seconds_per_cost / self._workers
         elapsed = self._clock() - self._started
         per_cost = self._walls / self.done
         left = (self.total - self.done - self._measured_cost) * per_cost + self._measured_wall

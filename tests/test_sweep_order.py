@@ -334,3 +334,35 @@ def test_an_estimate_of_a_workload_that_cannot_be_read_is_one_process_per_job(tm
     missing = {"workload.trace": str(tmp_path / "gone.swf"), "workload.jobs": 100}
     assert processes_per_job(missing) == 1.0
     assert processes_per_job({"workload.model": "lublin03", "workload.params": '{"no_such": 1}'}) == 1.0
+
+
+def test_a_calibrated_eta_says_the_time_left_before_the_first_cell_finishes():
+    # Costs in seconds (stored runs calibrated them): 60 s of cells on two workers, 30 s left
+    # from the start, standing until a cell finishes; then calibrated by it as before.
+    now = [0.0]
+    eta = Eta([10.0, 20.0, 30.0], clock=lambda: now[0], seconds_per_cost=1.0)
+    uncalibrated = Eta([10.0, 20.0, 30.0], clock=lambda: now[0])
+    eta.restart(2)
+    uncalibrated.restart(2)
+    assert eta.remaining_seconds() == 30.0 and eta.text() == "30s"
+    assert uncalibrated.remaining_seconds() is None
+    now[0] = 12.0
+    assert eta.text() == "30s"
+    now[0] = 15.0
+    eta.finished(30.0, wall=30.0)
+    uncalibrated.finished(30.0, wall=30.0)
+    assert eta.remaining_seconds() == uncalibrated.remaining_seconds() == pytest.approx(30.0 * 15.0 / 30.0)
+
+
+def test_a_sweep_with_stored_runs_shows_its_time_left_from_the_start(tmp_path, capsys):
+    # The second seed of each point: its first seed's stored wall time is what it is expected
+    # to take, so the bar's first drawing has a time left (it said "?" until a cell finished).
+    run_sweep(small_config(seeds=[1]), tmp_path, backend="serial", progress=False)
+    capsys.readouterr()
+    run_sweep(small_config(seeds=[1, 2]), tmp_path, backend="serial")
+    drawn = capsys.readouterr().err
+    first = re.search(r"0/4 \[[\d:]+, ([^\]]*)\]", drawn)
+    assert first and re.fullmatch(r"\d+s left", first.group(1)), drawn
+    run_sweep(small_config(name="fresh"), tmp_path, backend="serial")
+    drawn = capsys.readouterr().err
+    assert re.search(r"0/8 \[[\d:]+, \? left\]", drawn), drawn
