@@ -95,6 +95,7 @@ class MetricSensitivity:
         converged: Whether the convergence check passed.
         replicates: Bootstrap replicates of each parameter's ranking score (``ST`` or
             ``mu_star``; ``S1`` for latin), shape (resamples, parameters).
+        confidence: The coverage of the intervals.
     """
 
     metric: str
@@ -108,6 +109,7 @@ class MetricSensitivity:
     warnings: list[str]
     converged: bool
     replicates: np.ndarray = field(repr=False)
+    confidence: float = 0.95
 
     @property
     def score(self) -> str:
@@ -120,11 +122,31 @@ class MetricSensitivity:
         return list(table[self.score].sort_values(ascending=False).index)
 
     def important(self, fraction: float = 0.1) -> list[str]:
-        """Parameters whose ranking score reaches ``fraction`` of the largest (the ones to keep
-        for a study at full size), most influential first."""
+        """Parameters that may matter, most influential first: those whose ranking score could
+        reach ``fraction`` of the largest, by the upper end of the interval of its share (the
+        share taken in each bootstrap replicate). A screening drops a parameter only where its
+        interval says it is small: with few units a point estimate below the cut may be noise,
+        and a parameter dropped wrongly is missing from the study at full size."""
+        shares = self.upper_shares()
+        return [p for p in self.ranking() if shares.get(p, 0.0) >= fraction]
+
+    def upper_shares(self) -> dict[str, float]:
+        """Per parameter, the upper end of the interval of its ranking score's share of the
+        largest (see :meth:`important`), never below the point estimate's share (so that no
+        parameter the point estimate keeps is dropped); the point's share where no replicate is
+        kept."""
         table = self.table.drop(index=_SEED_ROW, errors="ignore")[self.score]
         top = table.max()
-        return [p for p in self.ranking() if top > 0 and table[p] >= fraction * top]
+        point = {p: float(table[p] / top) if top > 0 else 0.0 for p in table.index}
+        reps = np.asarray(self.replicates, dtype=float)
+        if reps.ndim != 2 or reps.shape[1] != len(table) or not len(reps):
+            return point
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (a replicate with no positive score)
+            largest = np.nanmax(reps, axis=1, keepdims=True)
+            share = np.where(largest > 0, reps / largest, np.nan)
+            high = np.nanquantile(share, 1 - (1 - self.confidence) / 2, axis=0)
+        return {p: max(point[p], float(h)) if np.isfinite(h) else point[p] for p, h in zip(table.index, high)}
 
 
 @dataclass
@@ -163,8 +185,12 @@ class SensitivityResult:
             lines.append(_convergence_text(m))
             lines.extend(f"warning: {w}" for w in m.warnings)
             if m.method == "morris":
-                kept = ", ".join(m.important()) or "none"
-                lines.append(f"parameters that matter (mu_star >= 10% of the largest): {kept}")
+                kept = m.important()
+                dropped = [p for p in m.ranking() if p not in kept]
+                lines.append(
+                    f"parameters that may matter (the interval of mu_star's share of the largest reaches 10%): "
+                    f"{', '.join(kept) or 'none'}; negligible: {', '.join(dropped) or 'none'}"
+                )
         return "\n".join(lines)
 
 
@@ -558,6 +584,7 @@ def analyse(
                     notes,
                     converged,
                     reps[score],
+                    confidence,
                 )
             )
     return SensitivityResult(str(root), design, out)

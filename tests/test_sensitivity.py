@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from tiersweep.analysis import find_results
-from tiersweep.analysis.sensitivity import analyse, compare_rankings
+from tiersweep.analysis.sensitivity import MetricSensitivity, analyse, compare_rankings
 from tiersweep.cli import main
 from tiersweep.core.errors import SpecError, TiersweepError
 from tiersweep.core.params import Param, non_negative_number, number_in
@@ -374,3 +374,29 @@ def test_a_study_too_small_says_by_how_much_and_which_n_would_do(tmp_path, metho
     if method == "sobol":
         wanted = 2 ** math.ceil(math.log2(wanted))
     assert warning.endswith(f"try sample.n: {wanted}") and wanted > n
+
+
+def _screen(points: dict[str, float], replicates: np.ndarray) -> MetricSensitivity:
+    """A Morris result of the given mu_star estimates and bootstrap replicates (no run)."""
+    table = pd.DataFrame({"mu_star": points})
+    return MetricSensitivity(
+        "m", "morris", {}, 10, 2, table, None, pd.DataFrame(), [], False, replicates, confidence=0.9
+    )
+
+
+def test_a_screening_drops_a_parameter_only_where_its_interval_says_it_is_small():
+    # a leads (100). b's estimate is 5% of a's, but its replicates spread to 20%: within noise of
+    # the cut, kept. c's are 1-3%: dropped. (The old rule cut the point estimates: b dropped.)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(90, 110, 1000)
+    b = rng.uniform(0, 20, 1000)
+    c = rng.uniform(1, 3, 1000)
+    m = _screen({"a": 100.0, "b": 5.0, "c": 2.0}, np.stack([a, b, c], axis=1))
+    shares = m.upper_shares()
+    # The 95th percentile of each replicate's share of its largest, computed here directly.
+    assert shares["b"] == pytest.approx(np.quantile(b / np.maximum(a, np.maximum(b, c)), 0.95))
+    assert 0.1 < shares["b"] < 0.25 and shares["c"] < 0.04 and shares["a"] == 1.0
+    assert m.important(0.1) == ["a", "b"]
+    # Replicates as tight as the estimates: the point estimates decide, as before.
+    tight = _screen({"a": 100.0, "b": 5.0, "c": 2.0}, np.tile([100.0, 5.0, 2.0], (50, 1)))
+    assert tight.important(0.1) == ["a"] and tight.important(0.04) == ["a", "b"]
