@@ -118,9 +118,14 @@ def test_the_wheel_builds_the_compiled_kernels_where_a_compiler_exists_and_skips
         env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    # No deprecated metadata: setuptools refuses the licence as a table from 2027-02-18, which
+    # would break `pip install .` on a fresh machine (it warned "BuildBackendWarning" until then).
+    assert "BuildBackendWarning" not in done.stdout + done.stderr
     (wheel,) = (tmp_path / "wheel").glob("tiersweep-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in metadata.splitlines()
     kernels = sorted(n.split("/")[-1].split(".")[0] for n in names if n.startswith(PLATFORMS) and n.endswith(".so"))
     # The Cython sources ship either way (the code digest reads them), the .pxd the kernels
     # cimport from each other included.
