@@ -57,6 +57,7 @@ __all__ = [
     "estimate_cells",
     "CellEstimate",
     "expected_time_line",
+    "duration_text",
     "columns_read",
     "formula_cost",
     "point_key",
@@ -327,13 +328,14 @@ def _estimate_cells(cells: Sequence[Cell], stored: Any) -> CellEstimate:
     return CellEstimate(out, bool(ratios), measured, formula, len(ratios))
 
 
-def _duration(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3.4 h``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+def duration_text(seconds: float) -> str:
+    """A duration as the progress bar and the dry run give it: ``45s``, ``3m05s`` or ``1h02m``."""
+    whole = int(round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def expected_time_line(estimate: CellEstimate, cpus: int | None = None) -> str:
@@ -363,8 +365,8 @@ def expected_time_line(estimate: CellEstimate, cpus: int | None = None) -> str:
         parts.append(f"{count - measured} from the cost formula scaled by {estimate.calibrating_runs} stored runs")
     cpus = cpus or os.cpu_count() or 1
     return (
-        f"expected time: about {_duration(total)} of CPU for the {count} cells to compute "
-        f"({'; '.join(parts)}), some {_duration(total / cpus)} on this machine's {cpus} CPUs"
+        f"expected time: about {duration_text(total)} of CPU for the {count} cells to compute "
+        f"({'; '.join(parts)}), some {duration_text(total / cpus)} on this machine's {cpus} CPUs"
     )
 
 
@@ -508,11 +510,4 @@ class Eta:
     def text(self) -> str:
         """The time left for a progress bar: ``?``, ``45s``, ``3m05s`` or ``1h02m``."""
         left = self.remaining_seconds()
-        if left is None:
-            return "?"
-        seconds = int(round(left))
-        if seconds < 60:
-            return f"{seconds}s"
-        if seconds < 3600:
-            return f"{seconds // 60}m{seconds % 60:02d}s"
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        return "?" if left is None else duration_text(left)

@@ -544,8 +544,8 @@ def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
     # Cell 3 is cell 2 at its other seed (its stored wall time stands for it); the four AMCBF
     # cells come from the formula scaled by the three stored runs.
     assert re.fullmatch(
-        r"expected time: about \d+ s of CPU for the 5 cells to compute \(1 from their other seeds' stored runs; "
-        r"4 from the cost formula scaled by 3 stored runs\), some \d+ s on this machine's \d+ CPUs",
+        r"expected time: about [0-9hms]+ of CPU for the 5 cells to compute \(1 from their other seeds' stored runs; "
+        r"4 from the cost formula scaled by 3 stored runs\), some [0-9hms]+ on this machine's \d+ CPUs",
         expected,
     ), expected
 
@@ -553,8 +553,8 @@ def test_dry_run_lists_the_cells_and_what_is_stored(tmp_path, capsys):
 def test_the_expected_time_line_adds_the_cells_and_divides_by_the_cpus():
     estimate = CellEstimate([30.0, 60.0, 6000.0], True, [True, False, False], [1.0, 2.0, 200.0], 7)
     assert expected_time_line(estimate, cpus=2) == (
-        "expected time: about 1.7 h of CPU for the 3 cells to compute (1 from their other seeds' stored runs; "
-        "2 from the cost formula scaled by 7 stored runs), some 51 min on this machine's 2 CPUs"
+        "expected time: about 1h41m of CPU for the 3 cells to compute (1 from their other seeds' stored runs; "
+        "2 from the cost formula scaled by 7 stored runs), some 50m45s on this machine's 2 CPUs"
     )
     assert expected_time_line(CellEstimate([], True, [], [], 1)) == "expected time: none (nothing to compute)"
     unscaled = CellEstimate([1.0, 2.0], False, [False, False], [1.0, 2.0])
