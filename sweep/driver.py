@@ -13,13 +13,13 @@ from ..core.metric_catalogue import SUMMARY_METRICS, job_columns, run_columns
 from ..core.platforms import PLATFORMS
 from .cells import Cell, flatten
 from .config import SweepConfig, check_cell_timeout, expand
-from .estimate import Eta, cell_points, cell_time_limits, columns_read, estimate_cells
+from .estimate import CellEstimate, Eta, cell_points, cell_time_limits, columns_read, estimate_cells
 from .folder_lock import FolderLock
 from .records import Outcome
 from .runner import BATCH_SECONDS, CellRunner
 from .store import Store, read_table, spec_column_types
 
-__all__ = ["SweepOutcome", "run_sweep", "plan", "stored_runs", "BATCH_SECONDS", "SUMMARY_METRICS"]
+__all__ = ["SweepOutcome", "run_sweep", "plan", "estimate_todo", "BATCH_SECONDS", "SUMMARY_METRICS"]
 
 
 @dataclass
@@ -141,7 +141,7 @@ def run_sweep(
         stored_before = len(cells) - len(todo)
         if max_cells is not None:
             todo = todo[:max_cells]  # (the first in grid order: which cells, not when)
-        estimate = estimate_cells(todo, stored_runs(store, todo) if todo else None)
+        estimate = estimate_todo(store, todo)
         costs = estimate.costs
         limit = config.cell_timeout if cell_timeout is None else cell_timeout
         limits = cell_time_limits(estimate) if limit is None else [limit or None] * len(todo)
@@ -224,11 +224,14 @@ def run_sweep(
         )
 
 
-def stored_runs(store: Store, cells: Sequence[Cell]) -> Any:
-    """Every stored run of the folder (all code digests) with the columns the cost estimate
-    of ``cells`` reads, or None when there are none."""
-    table = read_table(store.runs, latest_only=False, columns=columns_read(cells))
-    return table.to_pandas() if table.num_rows else None
+def estimate_todo(store: Store, todo: Sequence[Cell]) -> CellEstimate:
+    """The expected cost of the cells ``todo`` (:func:`~.estimate.estimate_cells`) from every
+    run ``store`` holds (all code digests), reading only the columns the estimate needs: what
+    a sweep orders and limits its cells by, and what its dry run reports."""
+    if not todo:
+        return estimate_cells(todo, None)
+    table = read_table(store.runs, latest_only=False, columns=columns_read(todo))
+    return estimate_cells(todo, table.to_pandas() if table.num_rows else None)
 
 
 def _progress(total: int, enabled: bool, postfix: str = "? left") -> Any:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import load_sweep_config
-from .driver import SUMMARY_METRICS, plan, run_sweep, stored_runs
-from .estimate import estimate_cells, expected_time_line
+from .driver import SUMMARY_METRICS, estimate_todo, plan, run_sweep
+from .estimate import expected_time_line
 from .store import compact
 from .summary import failure_lines, format_summary, paths_lines, summary_frame
 
@@ -47,7 +47,7 @@ def sweep_command(
             point = ", ".join(f"{k}={v}" for k, v in cell.point.items())
             state = "no jobs" if cell.cell_id in lacking else "todo" if cell.cell_id in pending else "stored"
             print(f"  {cell.index:>5}  {cell.cell_id}  seed={cell.seed:<10}  {state:<7}  {point}")
-        print(expected_time_line(estimate_cells(todo, stored_runs(store, todo) if todo else None)))
+        print(expected_time_line(estimate_todo(store, todo)))
         return 0
     outcome = run_sweep(
         config,
