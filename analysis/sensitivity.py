@@ -469,7 +469,9 @@ def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tu
     if len(sizes) < 2 or n < 4:
         return frame, False, f"{n} units are too few to check (at least 4)"
     full, (low, high) = estimates[n]
-    scale = np.nanmax(np.abs(full)) if method == "morris" else 1.0
+    # Morris indices are in the metric's units: moves and widths are read as shares of the
+    # largest mu_star (and said so); Sobol and given-data indices are shares already.
+    scale, share = (np.nanmax(np.abs(full)), " of the largest mu_star") if method == "morris" else (1.0, "")
     scale = scale if scale and np.isfinite(scale) else 1.0
     moved = np.abs(full - estimates[sizes[-2]][0]) / scale
     width = (high - low) / scale
@@ -478,7 +480,6 @@ def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tu
     worst_move, worst_width = int(np.nanargmax(moved)), int(np.nanargmax(width))
     if moved[worst_move] <= CONVERGED and width[worst_width] <= WIDE:
         return frame, True, ""
-    share = " of the largest mu_star" if method == "morris" else ""
     # Interval widths shrink as 1/sqrt(n): the n at which the widest reaches WIDE.
     wanted = max(2 * n, math.ceil(n * (width[worst_width] / WIDE) ** 2))
     if method == "sobol":
