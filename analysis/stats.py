@@ -202,6 +202,11 @@ def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> tuple[float,
 PAIRED_SCALES = ("ratio", "difference")
 
 
+def _check_scale(scale: str) -> None:
+    if scale not in PAIRED_SCALES:
+        raise ValueError(f"scale: expected {' or '.join(repr(s) for s in PAIRED_SCALES)}, got {scale!r}")
+
+
 def paired_interval(
     values: Sequence[float], references: Sequence[float], scale: str = "ratio", level: float = 0.95
 ) -> tuple[float, float, float]:
@@ -210,8 +215,7 @@ def paired_interval(
     interval on the log scale (:func:`ratio_interval`; nan when a value of a pair is 0 or
     below). ``difference``: the mean of ``values - references`` with its Student-t interval
     (:func:`t_interval`). Pairs with a missing value are left out; with none, all nan."""
-    if scale not in PAIRED_SCALES:
-        raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
+    _check_scale(scale)
     value = np.asarray(values, dtype=float)
     reference = np.asarray(references, dtype=float)
     present = ~(np.isnan(value) | np.isnan(reference))
@@ -317,8 +321,7 @@ def compare(
         ``_ci_low``/``_ci_high`` over the paired seeds (:func:`ratio_interval`,
         :func:`t_interval`), and ``_n`` pairs.
     """
-    if scale not in PAIRED_SCALES:
-        raise ValueError(f"scale: expected 'ratio' or 'difference', got {scale!r}")
+    _check_scale(scale)  # (before any work: a bad scale is refused even where no pair is found)
     df = _ok(df)
     by = list(by or [])
     matched = list(by) if match is None else list(match)
