@@ -15,8 +15,11 @@ For each metric (and each grid point the design was crossed with):
   mean over bins of each parameter); no total indices.
 
 Every index comes with a bootstrap interval (design units resampled: Sobol base points, Morris
-trajectories, Latin points). Each design point runs under the same seeds (common random numbers:
-one seed is one workload at every point), so the seed is an input like the parameters: ``seed``
+trajectories, Latin points): the replicates' percentiles, but for Morris ``sigma``, whose
+interval is studentised on the log scale (:func:`_studentised_log_interval`).
+
+Each design point runs under the same seeds (common random numbers: one seed is one workload
+at every point), so the seed is an input like the parameters: ``seed``
 rows give its share of the variance, its first-order share (how much the workload draw alone
 moves the metric) and its total share (the mean variance over seeds at one design point).
 Indices are shares of the variance over parameters *and* seeds, so the parameters' and the
@@ -284,9 +287,28 @@ def _morris(y: np.ndarray, steps: np.ndarray, factors: np.ndarray, d: int) -> di
         "mu_star": np.abs(flat).mean(axis=-1),
         "mu": flat.mean(axis=-1),
         "sigma": flat.std(axis=-1, ddof=1) if flat.shape[-1] > 1 else np.full(flat.shape[:-1], np.nan),
+        _SIGMA_LOG_SE: _log_spread_se(flat),
     }
     out["seed_ST"] = _seed_shares(y.reshape(*y.shape[:-3], -1, y.shape[-1]))["seed_ST"]
     return out
+
+
+#: The standard error of log(sigma) that :func:`_morris` passes to :func:`_indices` (not an index).
+_SIGMA_LOG_SE = "_sigma_log_se"
+
+
+def _log_spread_se(values: np.ndarray) -> np.ndarray:
+    """The standard error of the log of the standard deviation of ``values`` (last axis), by
+    the delta method from their kurtosis k: var(s^2) ~ s^4 (k - (n-3)/(n-1)) / n, and
+    se(log s) = se(s^2) / (2 s^2). Normal values give about sqrt(1 / 2n)."""
+    n = values.shape[-1]
+    if n < 2:
+        return np.full(values.shape[:-1], np.nan)
+    deviations = values - values.mean(axis=-1, keepdims=True)
+    second = (deviations**2).mean(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # (no spread: NaN)
+        kurtosis = (deviations**4).mean(axis=-1) / second**2
+        return 0.5 * np.sqrt(np.maximum(kurtosis - (n - 3) / (n - 1), 0.0) / n)
 
 
 def _binned(y: np.ndarray, u: np.ndarray) -> dict[str, np.ndarray]:
@@ -388,12 +410,38 @@ def _interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np
         return np.nanquantile(replicates, tail, axis=0), np.nanquantile(replicates, 1 - tail, axis=0)
 
 
+def _studentised_log_interval(
+    point: np.ndarray, se: np.ndarray, replicates: np.ndarray, replicate_se: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A bootstrap-t interval on the log scale: the quantiles of the replicates' studentised
+    log ratios to the estimate, each by its own standard error, around the estimate's log.
+
+    For a spread (Morris sigma) the percentile interval sits low, since a resample with repeats
+    shrinks a spread: of 16 normal effects it held the true sigma 82% of the time where it
+    says 95%, of 8 only 73%. Studentised on the log scale (positive, skewed), it holds it about
+    as often as it says (``tests/test_sensitivity.py``)."""
+    tail = (1 - confidence) / 2
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (no replicate with a spread: NaN)
+        usable = (replicates > 0) & (replicate_se > 0)
+        t = np.where(usable, (np.log(replicates) - np.log(point)) / replicate_se, np.nan)
+        upper_t, lower_t = np.nanquantile(t, 1 - tail, axis=0), np.nanquantile(t, tail, axis=0)
+        valid = (point > 0) & (se > 0)
+        low = np.where(valid, point * np.exp(-upper_t * se), np.nan)
+        high = np.where(valid, point * np.exp(-lower_t * se), np.nan)
+    return low, high
+
+
 def _indices(method, y, u, design, second, resamples, confidence, rng):
-    """Point estimates, intervals and replicates of one metric's indices from complete units."""
+    """Point estimates, intervals and replicates of one metric's indices from complete units:
+    percentile intervals, but for Morris sigma (:func:`_studentised_log_interval`)."""
     with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
         point = _estimate(method, y, u, design, second)
         reps = _bootstrap(method, y, u, design, second, resamples, rng)
+    se, replicate_se = point.pop(_SIGMA_LOG_SE, None), reps.pop(_SIGMA_LOG_SE, None)
     bounds = {key: _interval(reps[key], confidence) for key in point}
+    if se is not None and replicate_se is not None:
+        bounds["sigma"] = _studentised_log_interval(point["sigma"], se, reps["sigma"], replicate_se, confidence)
     return point, bounds, reps
 
 

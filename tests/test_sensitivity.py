@@ -400,3 +400,42 @@ def test_a_screening_drops_a_parameter_only_where_its_interval_says_it_is_small(
     # Replicates as tight as the estimates: the point estimates decide, as before.
     tight = _screen({"a": 100.0, "b": 5.0, "c": 2.0}, np.tile([100.0, 5.0, 2.0], (50, 1)))
     assert tight.important(0.1) == ["a"] and tight.important(0.04) == ["a", "b"]
+
+
+def _sigma_coverage(draw, true_sigma: float, units: int, studies: int = 300) -> float:
+    """How often a Morris study's 95% interval for sigma holds the effects' true spread: each
+    study has ``units`` trajectories over two parameters and one seed, each step's elementary
+    effect an independent ``draw(rng, units)``."""
+    from types import SimpleNamespace
+
+    from tiersweep.analysis.sensitivity import _indices
+
+    rng = np.random.default_rng(11)
+    design = SimpleNamespace(keys=["a", "b"])
+    u = np.zeros((units, 3, 2))
+    u[:, 1:, 0] = 0.5  # step 1 moves a by half its range, step 2 then b
+    u[:, 2, 1] = 0.5
+    held = 0
+    for _ in range(studies):
+        y = np.zeros((units, 3, 1))
+        y[:, 1, 0] = 0.5 * draw(rng, units)
+        y[:, 2, 0] = y[:, 1, 0] + 0.5 * draw(rng, units)
+        point, bounds, _ = _indices("morris", y, u, design, False, 400, 0.95, rng)
+        low, high = bounds["sigma"]
+        held += int(np.sum((low <= true_sigma) & (true_sigma <= high)))
+    return held / (2 * studies)
+
+
+@pytest.mark.parametrize(
+    "name, draw, sigma, units",
+    [
+        ("normal, 16 trajectories", lambda rng, n: rng.normal(3.0, 1.0, n), 1.0, 16),
+        ("normal, 8 trajectories", lambda rng, n: rng.normal(3.0, 1.0, n), 1.0, 8),
+        ("t with 5 degrees, 16 trajectories", lambda rng, n: rng.standard_t(5, n), math.sqrt(5 / 3), 16),
+    ],
+)
+def test_the_interval_of_morris_sigma_holds_the_true_spread_about_as_often_as_it_says(name, draw, sigma, units):
+    # A spread's percentile bootstrap interval sits low (a resample with repeats shrinks a
+    # spread): in these studies it held sigma 82%, 73% and 72% of the time where it says 95%.
+    # Studentised on the log scale: 92%, 92% and 90%.
+    assert 0.88 <= _sigma_coverage(draw, sigma, units) <= 0.99
