@@ -15,7 +15,8 @@ For each metric (and each grid point the design was crossed with):
   mean over bins of each parameter); no total indices.
 
 Every index comes with a bootstrap interval (design units resampled: Sobol base points, Morris
-trajectories, Latin points): the replicates' percentiles, but for Morris ``sigma``, whose
+trajectories, Latin points): the replicates' expanded percentiles (:func:`percentile_tail`: a
+plain percentile interval is too narrow with few units), but for Morris ``sigma``, whose
 interval is studentised on the log scale (:func:`_studentised_log_interval`).
 
 Each design point runs under the same seeds (common random numbers: one seed is one workload
@@ -66,6 +67,7 @@ __all__ = [
     "SensitivityResult",
     "MetricSensitivity",
     "RankCheck",
+    "percentile_tail",
     "DEFAULT_METRICS",
     "CONVERGED",
     "WIDE",
@@ -148,7 +150,7 @@ class MetricSensitivity:
             warnings.simplefilter("ignore", RuntimeWarning)  # (a replicate with no positive score)
             largest = np.nanmax(reps, axis=1, keepdims=True)
             share = np.where(largest > 0, reps / largest, np.nan)
-            high = np.nanquantile(share, 1 - (1 - self.confidence) / 2, axis=0)
+            high = np.nanquantile(share, 1 - percentile_tail(self.confidence, self.units), axis=0)
         return {p: max(point[p], float(h)) if np.isfinite(h) else point[p] for p, h in zip(table.index, high)}
 
 
@@ -403,8 +405,27 @@ def _bootstrap(method: str, y, u, design, second, resamples: int, rng) -> dict[s
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
-def _interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_tail(confidence: float, units: int) -> float:
+    """The tail at whose percentiles a bootstrap over ``units`` resampled units gives a
+    ``confidence`` interval: the expanded percentile interval (Hesterberg 2015, The American
+    Statistician 69(4)), whose z is widened to sqrt(n/(n-1)) t(n-1).
+
+    A plain percentile interval is too narrow with few units (the bootstrap's spread is the
+    plug-in one, and its tails are the normal's, not Student's): with 8 and 16 Morris
+    trajectories it held the true mu_star 89% and 91% of the time where it says 95%, and
+    expanded 94-95% (``tests/test_sensitivity.py``). With hundreds of units it is the plain
+    ``(1 - confidence) / 2``."""
+    from scipy import stats
+
     tail = (1 - confidence) / 2
+    if units < 2:
+        return tail
+    return float(stats.norm.sf(math.sqrt(units / (units - 1)) * stats.t.ppf(1 - tail, units - 1)))
+
+
+def _interval(replicates: np.ndarray, confidence: float, units: int) -> tuple[np.ndarray, np.ndarray]:
+    """The expanded percentile interval of ``replicates`` (first axis) from ``units`` units."""
+    tail = percentile_tail(confidence, units)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (an index of one seed is NaN throughout)
         return np.nanquantile(replicates, tail, axis=0), np.nanquantile(replicates, 1 - tail, axis=0)
@@ -434,12 +455,13 @@ def _studentised_log_interval(
 
 def _indices(method, y, u, design, second, resamples, confidence, rng):
     """Point estimates, intervals and replicates of one metric's indices from complete units:
-    percentile intervals, but for Morris sigma (:func:`_studentised_log_interval`)."""
+    expanded percentile intervals (:func:`percentile_tail`), but for Morris sigma
+    (:func:`_studentised_log_interval`)."""
     with np.errstate(invalid="ignore", divide="ignore"):  # (a metric the same everywhere: NaN)
         point = _estimate(method, y, u, design, second)
         reps = _bootstrap(method, y, u, design, second, resamples, rng)
     se, replicate_se = point.pop(_SIGMA_LOG_SE, None), reps.pop(_SIGMA_LOG_SE, None)
-    bounds = {key: _interval(reps[key], confidence) for key in point}
+    bounds = {key: _interval(reps[key], confidence, len(y)) for key in point}
     if se is not None and replicate_se is not None:
         bounds["sigma"] = _studentised_log_interval(point["sigma"], se, reps["sigma"], replicate_se, confidence)
     return point, bounds, reps
@@ -703,7 +725,8 @@ def compare_rankings(screening: MetricSensitivity, full: MetricSensitivity, conf
     count = min(len(screening.replicates), len(full.replicates))
     ra = screening.replicates[:count][:, [screened.index(p) for p in common]]
     rb = full.replicates[:count][:, [kept.index(p) for p in common]]
-    low, high = _interval(_spearman(ra, rb), confidence)
+    # (Each study's units were resampled: the fewer of the two set how far the tails widen.)
+    low, high = _interval(_spearman(ra, rb), confidence, min(screening.units, full.units))
     low, high = float(low), float(high)
     if len(common) < 3:
         verdict = f"only {len(common)} parameter(s) in both studies: a ranking of fewer than 3 cannot be checked"
