@@ -150,7 +150,7 @@ class MetricSensitivity:
             warnings.simplefilter("ignore", RuntimeWarning)  # (a replicate with no positive score)
             largest = np.nanmax(reps, axis=1, keepdims=True)
             share = np.where(largest > 0, reps / largest, np.nan)
-            high = np.nanquantile(share, 1 - percentile_tail(self.confidence, self.units), axis=0)
+        high = _interval(share, percentile_tail(self.confidence, self.units))[1]
         return {p: max(point[p], float(h)) if np.isfinite(h) else point[p] for p, h in zip(table.index, high)}
 
 
@@ -423,9 +423,9 @@ def percentile_tail(confidence: float, units: int) -> float:
     return float(stats.norm.sf(math.sqrt(units / (units - 1)) * stats.t.ppf(1 - tail, units - 1)))
 
 
-def _interval(replicates: np.ndarray, confidence: float, units: int) -> tuple[np.ndarray, np.ndarray]:
-    """The expanded percentile interval of ``replicates`` (first axis) from ``units`` units."""
-    tail = percentile_tail(confidence, units)
+def _interval(replicates: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``tail`` and ``1 - tail`` percentiles of ``replicates`` (first axis; see
+    :func:`percentile_tail`)."""
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (an index of one seed is NaN throughout)
         return np.nanquantile(replicates, tail, axis=0), np.nanquantile(replicates, 1 - tail, axis=0)
@@ -461,9 +461,11 @@ def _indices(method, y, u, design, second, resamples, confidence, rng):
         point = _estimate(method, y, u, design, second)
         reps = _bootstrap(method, y, u, design, second, resamples, rng)
     se, replicate_se = point.pop(_SIGMA_LOG_SE, None), reps.pop(_SIGMA_LOG_SE, None)
-    bounds = {key: _interval(reps[key], confidence, len(y)) for key in point}
+    bounds = {}
     if se is not None and replicate_se is not None:
         bounds["sigma"] = _studentised_log_interval(point["sigma"], se, reps["sigma"], replicate_se, confidence)
+    tail = percentile_tail(confidence, len(y))
+    bounds.update({key: _interval(reps[key], tail) for key in point if key not in bounds})
     return point, bounds, reps
 
 
@@ -726,7 +728,7 @@ def compare_rankings(screening: MetricSensitivity, full: MetricSensitivity, conf
     ra = screening.replicates[:count][:, [screened.index(p) for p in common]]
     rb = full.replicates[:count][:, [kept.index(p) for p in common]]
     # (Each study's units were resampled: the fewer of the two set how far the tails widen.)
-    low, high = _interval(_spearman(ra, rb), confidence, min(screening.units, full.units))
+    low, high = _interval(_spearman(ra, rb), percentile_tail(confidence, min(screening.units, full.units)))
     low, high = float(low), float(high)
     if len(common) < 3:
         verdict = f"only {len(common)} parameter(s) in both studies: a ranking of fewer than 3 cannot be checked"
