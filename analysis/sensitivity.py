@@ -83,6 +83,12 @@ WIDE = 0.2
 _SEED_ROW = "seed"
 
 
+def _score_of(method: str) -> str:
+    """The index that ranks a design's parameters: Sobol's total index, Morris's mu_star, or
+    the given-data first-order index."""
+    return {"sobol": "ST", "morris": "mu_star"}.get(method, "S1")
+
+
 @dataclass
 class MetricSensitivity:
     """The indices of one metric at one grid point.
@@ -119,7 +125,7 @@ class MetricSensitivity:
     @property
     def score(self) -> str:
         """The index that ranks the parameters."""
-        return {"sobol": "ST", "morris": "mu_star"}.get(self.method, "S1")
+        return _score_of(self.method)
 
     def ranking(self) -> list[str]:
         """Parameters, most influential first."""
@@ -526,7 +532,7 @@ def _convergence(method, y, u, design, second, resamples, confidence, rng) -> tu
     n = y.shape[0]
     sizes = sorted({max(2, n // 4), max(2, n // 2), n})
     rows = []
-    score = {"sobol": "ST", "morris": "mu_star"}.get(method, "S1")
+    score = _score_of(method)
     estimates = {}
     for size in sizes:
         point, bounds, _ = _indices(method, y[:size], u[:size], design, second, resamples, confidence, rng)
@@ -643,7 +649,7 @@ def analyse(
                 notes.insert(0, f"{metric} is the same at every design point and seed: it has no variance to share out")
             if not converged:
                 notes.append(f"n={len(y)} units look too small: {why}")
-            score = {"sobol": "ST", "morris": "mu_star"}.get(design.method, "S1")
+            score = _score_of(design.method)
             out.append(
                 MetricSensitivity(
                     metric,
